@@ -1,0 +1,116 @@
+"""Small data types shared by the privacy core: relations, costs and releases.
+
+These are the vocabulary that mechanisms, the accountant and the audit speak. They
+carry no behaviour beyond validation so that every module can import them.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from privot._validation import check_delta, check_epsilon, check_positive
+
+__all__ = ["Neighbouring", "PrivacyCost", "Release", "Spender"]
+
+T = TypeVar("T")
+
+
+class Neighbouring(str, enum.Enum):
+    """The neighbouring relation a guarantee is stated for.
+
+    ``ADD_REMOVE``: the datasets differ by one unit added or removed (unbounded DP).
+    ``REPLACE_ONE``: same size, one unit replaced by another (bounded DP).
+    ``LOCAL``: local DP, any two inputs of one user (the randomiser's input space).
+    """
+
+    ADD_REMOVE = "add-remove"
+    REPLACE_ONE = "replace-one"
+    LOCAL = "local"
+
+
+@dataclass(frozen=True)
+class PrivacyCost:
+    """What one release spends.
+
+    Attributes
+    ----------
+    epsilon : float
+        The epsilon of the (epsilon, delta)-DP guarantee. ``math.inf`` is allowed only
+        when ``mu`` carries the guarantee (a Gaussian DP release converted later).
+    delta : float
+        In [0, 1). Zero for pure DP.
+    mu : float or None
+        When set, the release is also ``mu``-GDP (Dong, Roth and Su); accountants
+        that understand GDP compose ``mu`` exactly instead of (epsilon, delta).
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    mu: float | None = None
+
+    def __post_init__(self) -> None:
+        if not (self.mu is not None and math.isinf(self.epsilon)):
+            object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        object.__setattr__(self, "delta", check_delta(self.delta))
+        if self.mu is not None:
+            object.__setattr__(self, "mu", check_positive(self.mu, "mu"))
+
+    @property
+    def is_pure(self) -> bool:
+        """True for a pure epsilon-DP cost (delta = 0)."""
+        return self.delta == 0.0
+
+    def __str__(self) -> str:
+        s = f"eps={self.epsilon:.6g}"
+        if self.delta:
+            s += f", delta={self.delta:.3g}"
+        if self.mu is not None:
+            s += f", mu={self.mu:.6g}"
+        return s
+
+
+@dataclass(frozen=True)
+class Release(Generic[T]):
+    """A released value with everything needed to judge it.
+
+    Attributes
+    ----------
+    value : T
+        The noisy output.
+    cost : PrivacyCost
+        The privacy it spent.
+    mechanism : str
+        Name of the mechanism (``"laplace"``, ``"gaussian-analytic"``...).
+    relation : Neighbouring
+        The neighbouring relation the cost is stated for.
+    sensitivity : float
+        The sensitivity the noise was calibrated to (in the mechanism's norm).
+    secure : bool
+        False when the noise came from a caller-seeded generator: reproducible but
+        **not fit for publication**.
+    params : Mapping[str, Any]
+        Noise scale and other calibration details.
+    """
+
+    value: T
+    cost: PrivacyCost
+    mechanism: str
+    relation: Neighbouring
+    sensitivity: float
+    secure: bool
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Spender(Protocol):
+    """Anything that can be charged for a release (the budget accountant)."""
+
+    def spend(self, cost: PrivacyCost, *, mechanism: str,
+              relation: Neighbouring = Neighbouring.ADD_REMOVE,
+              params: Mapping[str, Any] | None = None) -> None:
+        """Record ``cost`` or raise :class:`~privot.errors.BudgetExceededError`
+        *before* anything is released."""
+        ...
