@@ -1,0 +1,56 @@
+"""Argument helpers shared by the subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privot._validation import check_int
+
+__all__ = ["add_seed_argument", "rng_from_args", "write_json", "positive_float"]
+
+SEED_WARNING = ("privot: --seed given: noise comes from a seeded generator; the output is "
+                "reproducible and NOT fit for publication")
+
+
+def add_seed_argument(parser: argparse.ArgumentParser) -> None:
+    """``--seed N``: reproducible runs, marked not for publication."""
+    parser.add_argument(
+        "--seed", type=int, default=None, metavar="N",
+        help="seed a numpy generator for reproducible runs; the release is then marked "
+             "secure=False (not for publication). Default: OS entropy.")
+
+
+def rng_from_args(args: argparse.Namespace) -> np.random.Generator | None:
+    """A seeded generator when ``--seed`` was given (with a warning), else None (secure)."""
+    if args.seed is None:
+        return None
+    seed = check_int(args.seed, "--seed", minimum=0)
+    print(SEED_WARNING, file=sys.stderr)
+    return np.random.default_rng(seed)
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a float; range checks are left to the library's validators."""
+    try:
+        return float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from exc
+
+
+def write_json(path: Path, payload: Any) -> None:
+    """Write ``payload`` as indented JSON (numpy scalars converted)."""
+
+    def default(obj: Any) -> Any:
+        if isinstance(obj, np.generic):
+            return obj.item()
+        if isinstance(obj, np.ndarray):
+            return obj.tolist()
+        raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+    path.write_text(json.dumps(payload, indent=2, default=default) + "\n")

@@ -1,0 +1,91 @@
+"""The demo's report: sections of Markdown, numbers and figures, written to a folder."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Section", "DemoContext", "write_report"]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One capability's part of the report.
+
+    Attributes
+    ----------
+    key : str
+        Short identifier, the section's key in ``results.json``.
+    title : str
+        Markdown heading.
+    markdown : str
+        The section's text (figures are linked by the writer).
+    numbers : dict
+        JSON-serialisable results.
+    figures : tuple of str
+        File names of PNGs written into the output folder.
+    """
+
+    key: str
+    title: str
+    markdown: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+    figures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DemoContext:
+    """What every section receives: where to write, and the randomness to use.
+
+    ``rng`` is None for a secure run (OS entropy); a seeded generator otherwise, in which
+    case every release is marked not fit for publication.
+    """
+
+    output: Path
+    rng: np.random.Generator | None
+    quick: bool = False
+
+    @property
+    def seeded(self) -> bool:
+        return self.rng is not None
+
+    def audit_rng(self, offset: int) -> np.random.Generator:
+        """Randomness for audits (experiments, not releases): seeded from ``rng`` if any."""
+        if self.rng is None:
+            return np.random.default_rng()
+        return np.random.default_rng(int(self.rng.integers(2**32)) + offset)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+def write_report(output: Path, sections: list[Section], *, seeded: bool,
+                 header: dict[str, Any]) -> Path:
+    """Write ``report.md`` and ``results.json`` into ``output``; returns the report path."""
+    lines = ["# privot demo report", ""]
+    if seeded:
+        lines += ["> **Seeded run**: noise came from a seeded generator; the numbers are "
+                  "reproducible and **not fit for publication**.", ""]
+    for key, value in header.items():
+        lines.append(f"- {key}: {value}")
+    lines.append("")
+    for s in sections:
+        lines += [f"## {s.title}", "", s.markdown.strip(), ""]
+        lines += [f"![{name}]({name})" for name in s.figures]
+        lines.append("")
+    report = output / "report.md"
+    report.write_text("\n".join(lines))
+    payload = {"header": header, "seeded": seeded,
+               **{s.key: {"title": s.title, **s.numbers, "figures": list(s.figures)}
+                  for s in sections}}
+    (output / "results.json").write_text(json.dumps(payload, indent=2, default=_jsonable) + "\n")
+    return report
