@@ -113,7 +113,8 @@ def check_finite_array(values: object, name: str, *, ndim: int | None = None,
         raise InvalidDataError(f"{name} is empty (shape {arr.shape}); at least one value is needed")
     if not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-        raise InvalidDataError(f"{name} has {bad} non-finite value(s) (NaN or inf); all must be finite")
+        raise InvalidDataError(
+            f"{name} has {bad} non-finite value(s) (NaN or inf); all must be finite")
     return arr
 
 

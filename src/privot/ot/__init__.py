@@ -1,0 +1,49 @@
+"""Optimal-transport numerics for privot (knows nothing about privacy).
+
+One private module per solver family, re-exported here:
+
+* exact W_p between weighted point clouds (POT's network simplex): :func:`wasserstein_distance`,
+  :func:`optimal_plan`, :func:`ground_cost`;
+* entropic OT, log-domain Sinkhorn: :func:`sinkhorn` -> :class:`SinkhornResult`;
+* closed-form 1-D W2 for unequal sizes and its gradients (paper 004, Props 3.1, 3.2):
+  :func:`w2_squared_1d`, :func:`w2_squared_1d_with_grad`, :func:`quantile_coupling`
+  -> :class:`Coupling1D`, :func:`rank_coupling`;
+* sliced W2 by Monte-Carlo directions: :func:`sliced_w2_squared`,
+  :func:`sliced_w2_squared_with_grad`, :func:`random_directions`;
+* Gaussian Johnson-Lindenstrauss projections: :func:`jl_project`, :func:`gaussian_jl_matrix`,
+  :func:`jl_target_dim`.
+
+The maths is in ``docs/ot.md``.
+"""
+
+from privot.ot._exact import METRICS, ground_cost, optimal_plan, wasserstein_distance
+from privot.ot._one_d import (
+    Coupling1D,
+    quantile_coupling,
+    rank_coupling,
+    w2_squared_1d,
+    w2_squared_1d_with_grad,
+)
+from privot.ot._projection import gaussian_jl_matrix, jl_project, jl_target_dim
+from privot.ot._sinkhorn import SinkhornResult, sinkhorn
+from privot.ot._sliced import random_directions, sliced_w2_squared, sliced_w2_squared_with_grad
+
+__all__ = [
+    "METRICS",
+    "ground_cost",
+    "wasserstein_distance",
+    "optimal_plan",
+    "SinkhornResult",
+    "sinkhorn",
+    "Coupling1D",
+    "rank_coupling",
+    "quantile_coupling",
+    "w2_squared_1d",
+    "w2_squared_1d_with_grad",
+    "random_directions",
+    "sliced_w2_squared",
+    "sliced_w2_squared_with_grad",
+    "gaussian_jl_matrix",
+    "jl_project",
+    "jl_target_dim",
+]

