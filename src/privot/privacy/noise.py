@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -50,10 +51,12 @@ __all__ = [
     "uniform_integers",
     "bernoulli",
     "bernoulli_exp",
+    "bernoulli_exp_parts",
     "geometric",
     "discrete_laplace",
     "discrete_gaussian",
     "polya",
+    "polya_laplace_shares",
     "grid_exponent",
     "round_to_grid",
     "secure_laplace",
@@ -365,9 +368,17 @@ def _bern_exp_minus_one(src: BitSource, n: int) -> np.ndarray:
 
 def _bern_exp(src: BitSource, num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """Exact Bernoulli(exp(-num/den)) for int64 arrays num >= 0, den >= 1 (same shape)."""
-    n = num.size
     g = num // den  # integer part: AND of g draws of Bernoulli(exp(-1))  (CKS Alg. 1, l. 9-13)
-    r = num - g * den
+    return bernoulli_exp_parts(src, g, num - g * den, den)
+
+
+def bernoulli_exp_parts(src: BitSource, g: np.ndarray, r: np.ndarray,
+                        den: np.ndarray) -> np.ndarray:
+    """Exact Bernoulli(exp(-(g + r/den))) from the integer part ``g >= 0`` and the
+    fraction ``0 <= r < den`` (int64 arrays of one shape), so that ``g * den + r`` need
+    not fit in int64. The cost grows with ``g`` only while draws succeed (expected
+    ``< 1.6`` rounds), so a huge ``g`` is cheap."""
+    n = g.size
     alive = np.ones(n, dtype=bool)
     idx = np.flatnonzero(g > 0)
     rem = g[idx]
@@ -703,11 +714,55 @@ def round_to_grid(values: np.ndarray, k: int) -> np.ndarray:
     Exact: multiplying by :math:`2^k` is exact in floating point, and ``rint`` is exact.
     Values are first clamped to :math:`\pm 2^{61-k}` (a data-independent, 1-Lipschitz
     map, so it cannot increase any sensitivity) so that ``n`` and ``n + noise`` fit in
-    int64.
+    int64. When a value is clamped, a :class:`RuntimeWarning` tells the *local* caller
+    (the trusted curator; it is not part of any release) to pass a smaller
+    ``grid_exponent``.
     """
     bound = math.ldexp(1.0, 61 - k)
-    x = np.clip(np.asarray(values, dtype=np.float64), -bound, bound)
+    x = np.asarray(values, dtype=np.float64)
+    if x.size and float(np.max(np.abs(x))) > bound:
+        warnings.warn(f"values beyond +-2**{61 - k} were clamped to fit the 2**-{k} grid in "
+                      "int64; pass a smaller grid_exponent to keep them", RuntimeWarning,
+                      stacklevel=3)
+        x = np.clip(x, -bound, bound)
     return np.rint(np.ldexp(x, k)).astype(np.int64)
+
+
+def polya_laplace_shares(n_parties: int, scale: float, size: int | tuple[int, ...] | None = None,
+                         *, rng: np.random.Generator | None = None) -> np.ndarray:
+    r"""Per-party integer noise shares whose sum is a discrete Laplace of scale ``b``.
+
+    Party ``j`` draws :math:`Z_j = P_j - P'_j` with
+    :math:`P_j, P'_j \sim \mathrm{Polya}(1/n, e^{-1/b})` independent. A sum of ``n``
+    independent :math:`\mathrm{Polya}(1/n, p)` is :math:`\mathrm{NB}(1, p)`, the
+    geometric with ratio ``p``; the difference of two independent geometrics with ratio
+    :math:`e^{-1/b}` is :math:`\mathcal{L}_\mathbb{Z}(b)`. So
+    :math:`\sum_j Z_j \sim \mathcal{L}_\mathbb{Z}(b)` exactly in distribution
+    (Ghazi et al., Differentially Private Heatmaps, App. F; Balle et al. 2020). Used by
+    shuffle-model protocols where each user adds a share of the central noise.
+
+    Parameters
+    ----------
+    n_parties : int
+        Number of parties ``n >= 1``.
+    scale : float
+        ``b > 0``, the scale of the *summed* discrete Laplace.
+    size : int or tuple, optional
+        Shape of each party's share (one draw per coordinate).
+    rng : numpy.random.Generator, optional
+        See :func:`polya` for the randomness (CSPRNG-seeded, floating-point).
+
+    Returns
+    -------
+    int64 array of shape ``(n_parties, *size)``
+    """
+    n = check_int(n_parties, "n_parties", minimum=1)
+    b = check_positive(scale, "scale")
+    shape, _ = _size(size)
+    p = math.exp(-1.0 / b)
+    full = (n, *shape)
+    return (polya(1.0 / n, p, size=full, rng=rng)
+            - polya(1.0 / n, p, size=full, rng=rng)).astype(np.int64)
 
 
 def _grid_release(values: object, k: int | None, scale_for_k: float,
