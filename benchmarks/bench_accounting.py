@@ -62,7 +62,7 @@ def _reference(accountant: str, sampling: str) -> float | None:
     with acc._quiet_absl():  # noqa: SLF001 - benchmark-only use of the log silencer
         return float(dp_accounting.calibrate_dp_mechanism(
             make_acct, make_event, EPS, DELTA,
-            bracket_interval=dp_accounting.ExplicitBracketInterval(0.3, 30.0), tol=1e-5))
+            bracket_interval=dp_accounting.ExplicitBracketInterval(0.3, 200.0), tol=1e-5))
 
 
 def main() -> dict:
