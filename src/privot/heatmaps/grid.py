@@ -1,0 +1,189 @@
+r"""The public grid: caller-given bounds mapped to a :math:`\Delta\times\Delta` grid.
+
+Paper 002 works on :math:`G_\Delta`, the :math:`\Delta\times\Delta` grid of
+:math:`[0,1)^2` with :math:`\Delta = 2^\ell`. A :class:`Grid` maps the caller's public
+rectangle onto it:
+
+* The bounds are **public parameters** chosen by the caller, never read from the data
+  (a data-dependent grid would leak the data's extent).
+* **Non-square bounds** (an image of 320 x 240 pixels, a latitude band): with
+  ``aspect="square"`` (default) the grid covers the square of side
+  ``max(width, height)`` anchored at ``(x_min, y_min)``, so every cell is square and
+  the L1 ground distance of the EMD means the same along both axes; the part of the
+  square beyond the rectangle never receives a point. With ``aspect="stretch"`` each
+  axis is divided into :math:`\Delta` cells independently (rectangular cells).
+* **Points outside the bounds** (or on the far edges ``x = x_max``, ``y = y_max``,
+  which the half-open cells exclude) are **dropped** and counted; the count is a
+  curator-only diagnostic, not part of any release. NaN/inf coordinates are refused
+  with :class:`~privot.errors.InvalidDataError`.
+
+Cells are indexed ``(row, col)`` with ``row`` along ``y`` (``y_min`` at row 0) and
+``col`` along ``x``; the flat index is ``row * Delta + col``, the layout of a
+``(Delta, Delta)`` numpy array whose ``[0, 0]`` is the corner ``(x_min, y_min)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from privot._validation import check_finite_array, check_int
+from privot.errors import InvalidDataError, InvalidParameterError
+
+__all__ = ["ASPECTS", "Grid", "CellAssignment"]
+
+ASPECTS = ("square", "stretch")
+
+
+@dataclass(frozen=True)
+class CellAssignment:
+    """Points mapped to cells.
+
+    Attributes
+    ----------
+    cells : (k,) int64 array
+        Flat cell index ``row * Delta + col`` of each kept point.
+    kept : (n,) bool array
+        Which input points fell inside the bounds.
+    n_outside : int
+        Points dropped (outside the bounds); curator-only diagnostic.
+    """
+
+    cells: np.ndarray
+    kept: np.ndarray
+    n_outside: int
+
+
+@dataclass(frozen=True)
+class Grid:
+    r"""A public :math:`\Delta\times\Delta` grid over caller-given bounds.
+
+    Parameters
+    ----------
+    bounds : (x_min, x_max, y_min, y_max)
+        Public rectangle, ``x_min < x_max`` and ``y_min < y_max``, finite. For
+        latitude/longitude data, ``x`` is the longitude and ``y`` the latitude.
+    resolution : int
+        :math:`\Delta = 2^\ell`, a power of two in ``[1, 2**15]``.
+    aspect : {"square", "stretch"}
+        How a non-square rectangle is covered (see the module docstring).
+
+    Attributes
+    ----------
+    levels : int
+        :math:`\ell = \log_2\Delta`.
+    cell_width, cell_height : float
+        Side lengths of one cell in the input units.
+    """
+
+    bounds: tuple[float, float, float, float]
+    resolution: int
+    aspect: str = "square"
+
+    def __post_init__(self) -> None:
+        try:
+            b = tuple(float(v) for v in self.bounds)
+        except (TypeError, ValueError) as exc:
+            raise InvalidParameterError("bounds", self.bounds,
+                                        "four numbers (x_min, x_max, y_min, y_max)") from exc
+        if len(b) != 4 or not all(math.isfinite(v) for v in b):
+            raise InvalidParameterError("bounds", self.bounds,
+                                        "four finite numbers (x_min, x_max, y_min, y_max)")
+        if not (b[0] < b[1] and b[2] < b[3]):
+            raise InvalidParameterError("bounds", self.bounds,
+                                        "x_min < x_max and y_min < y_max")
+        res = check_int(self.resolution, "resolution", minimum=1, maximum=2**15)
+        if res & (res - 1):
+            raise InvalidParameterError("resolution", self.resolution,
+                                        "a power of two (1, 2, 4, ..., 32768)")
+        if self.aspect not in ASPECTS:
+            raise InvalidParameterError("aspect", self.aspect, f"one of {ASPECTS}")
+        object.__setattr__(self, "bounds", b)
+        object.__setattr__(self, "resolution", res)
+
+    # -- geometry -----------------------------------------------------------------------
+
+    @property
+    def levels(self) -> int:
+        r""":math:`\ell` with :math:`\Delta = 2^\ell`."""
+        return self.resolution.bit_length() - 1
+
+    @property
+    def n_cells(self) -> int:
+        r""":math:`\Delta^2`."""
+        return self.resolution * self.resolution
+
+    @property
+    def _extent(self) -> tuple[float, float]:
+        x0, x1, y0, y1 = self.bounds
+        w, h = x1 - x0, y1 - y0
+        if self.aspect == "square":
+            side = max(w, h)
+            return side, side
+        return w, h
+
+    @property
+    def cell_width(self) -> float:
+        return self._extent[0] / self.resolution
+
+    @property
+    def cell_height(self) -> float:
+        return self._extent[1] / self.resolution
+
+    def cell_centres(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(x, y)`` of every cell centre, each a ``(Delta, Delta)`` array."""
+        x0, _, y0, _ = self.bounds
+        i = np.arange(self.resolution) + 0.5
+        xs = x0 + i * self.cell_width
+        ys = y0 + i * self.cell_height
+        return np.meshgrid(xs, ys)
+
+    def covered_mask(self) -> np.ndarray:
+        """``(Delta, Delta)`` bool: cells that intersect the bounds rectangle (all of them
+        for ``aspect="stretch"``; with ``"square"`` the cells past the short side are
+        False)."""
+        x0, x1, y0, y1 = self.bounds
+        i = np.arange(self.resolution)
+        cols = x0 + i * self.cell_width < x1
+        rows = y0 + i * self.cell_height < y1
+        return rows[:, None] & cols[None, :]
+
+    # -- mapping ------------------------------------------------------------------------
+
+    def assign(self, x: np.ndarray, y: np.ndarray) -> CellAssignment:
+        """Map points to flat cell indices, dropping (and counting) those outside.
+
+        Parameters
+        ----------
+        x, y : (n,) arrays
+            Coordinates (``x`` = longitude for geographic data); finite.
+
+        Returns
+        -------
+        CellAssignment
+
+        Raises
+        ------
+        InvalidDataError
+            On NaN/inf coordinates or mismatched lengths.
+        """
+        xs = check_finite_array(x, "x", ndim=1, allow_empty=True)
+        ys = check_finite_array(y, "y", ndim=1, allow_empty=True)
+        if xs.shape != ys.shape:
+            raise InvalidDataError(f"x has {xs.size} values but y has {ys.size}")
+        x0, x1, y0, y1 = self.bounds
+        kept = (xs >= x0) & (xs < x1) & (ys >= y0) & (ys < y1)
+        d = self.resolution
+        col = np.floor((xs[kept] - x0) / self.cell_width).astype(np.int64)
+        row = np.floor((ys[kept] - y0) / self.cell_height).astype(np.int64)
+        # floating-point rounding at the far edge can give d; the cell is d - 1
+        np.minimum(col, d - 1, out=col)
+        np.minimum(row, d - 1, out=row)
+        return CellAssignment(cells=row * d + col, kept=kept,
+                              n_outside=int(xs.size - np.count_nonzero(kept)))
+
+    def cell_distance_scale(self) -> tuple[float, float]:
+        """Input units per cell along ``x`` and ``y`` (for EMD in data units)."""
+        return self.cell_width, self.cell_height
