@@ -12,7 +12,7 @@ import numpy as np
 
 from privot._validation import check_int
 
-__all__ = ["add_seed_argument", "rng_from_args", "write_json", "positive_float"]
+__all__ = ["add_seed_argument", "rng_from_args", "write_json", "positive_float", "to_json"]
 
 SEED_WARNING = ("privot: --seed given: noise comes from a seeded generator; the output is "
                 "reproducible and NOT fit for publication")
@@ -43,14 +43,19 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from exc
 
 
+def _default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+def to_json(payload: Any) -> str:
+    """``payload`` as indented JSON text (numpy scalars and arrays converted)."""
+    return json.dumps(payload, indent=2, default=_default)
+
+
 def write_json(path: Path, payload: Any) -> None:
     """Write ``payload`` as indented JSON (numpy scalars converted)."""
-
-    def default(obj: Any) -> Any:
-        if isinstance(obj, np.generic):
-            return obj.item()
-        if isinstance(obj, np.ndarray):
-            return obj.tolist()
-        raise TypeError(f"cannot serialise {type(obj).__name__}")
-
-    path.write_text(json.dumps(payload, indent=2, default=default) + "\n")
+    path.write_text(to_json(payload) + "\n")

