@@ -24,6 +24,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "privot.cli.demo",
     "privot.cli.audit",
     "privot.cli.calibrate",
+    "privot.cli.heatmap",
 )
 
 

@@ -1,11 +1,79 @@
 """Private heatmaps (paper 002): user-level epsilon-DP heatmaps with EMD-optimal error.
 
 Modules: :mod:`~privot.heatmaps.grid` (public bounds to a Delta x Delta grid),
-:mod:`~privot.heatmaps.pyramid` (the pyramidal transform as block sums).
+:mod:`~privot.heatmaps.pyramid` (the pyramidal transform as block sums),
+:mod:`~privot.heatmaps.aggregate` (per-user distributions summed per cell),
+:mod:`~privot.heatmaps.measure` (Algorithm 1: noisy pyramid levels),
+:mod:`~privot.heatmaps.reconstruct` (Algorithm 2: RECONSTRUCT, compact LP),
+:mod:`~privot.heatmaps.baselines` (Laplace per cell, and its thresholding variant),
+:mod:`~privot.heatmaps.render` (Gaussian-filtered heatmap, Sec. 2.3),
+:mod:`~privot.heatmaps.api` (:func:`private_heatmap`). Extensions:
+:mod:`~privot.heatmaps.dense` (dense EMD aggregation, App. D),
+:mod:`~privot.heatmaps.kmedian` (DP planar k-median coreset and centres, App. A),
+:mod:`~privot.heatmaps.shuffle` (the shuffle-model protocol of App. F, simulated).
+Privacy derivations: ``docs/privacy/heatmaps.md`` and
+``docs/privacy/heatmaps_extensions.md``.
 """
 
+from privot.heatmaps.aggregate import CellSums, user_distributions_sum
+from privot.heatmaps.api import (
+    DEFAULT_SIGMA,
+    METHODS,
+    CuratorDiagnostics,
+    HeatmapDiagnostics,
+    HeatmapRelease,
+    HeatmapResult,
+    private_heatmap,
+)
+from privot.heatmaps.baselines import (
+    BaselineResult,
+    laplace_baseline,
+    threshold_baseline,
+    threshold_count,
+)
+from privot.heatmaps.dense import (
+    DenseHeatmapResult,
+    dense_heatmap,
+    dense_release,
+    emd_norm,
+    emd_projection,
+)
 from privot.heatmaps.grid import ASPECTS, CellAssignment, Grid
+from privot.heatmaps.kmedian import (
+    KMedianResult,
+    kmedian_cost,
+    private_kmedian,
+    weighted_kmedian,
+)
+from privot.heatmaps.measure import (
+    DEFAULT_GAMMA,
+    DEFAULT_W,
+    Measurements,
+    level_budgets,
+    measure,
+    start_level,
+)
 from privot.heatmaps.pyramid import block_sums, children_flat, leaf_block, pyramid
+from privot.heatmaps.reconstruct import LP_FORMS, Reconstruction, reconstruct
+from privot.heatmaps.render import gaussian_heatmap
+from privot.heatmaps.shuffle import (
+    ShuffleParameters,
+    ShuffleResult,
+    shuffle_heatmap,
+    shuffle_parameters,
+)
 
 __all__ = ["ASPECTS", "CellAssignment", "Grid", "block_sums", "children_flat", "leaf_block",
-           "pyramid"]
+           "pyramid",
+           "CellSums", "user_distributions_sum",
+           "DEFAULT_GAMMA", "DEFAULT_W", "Measurements", "level_budgets", "measure",
+           "start_level",
+           "LP_FORMS", "Reconstruction", "reconstruct",
+           "BaselineResult", "laplace_baseline", "threshold_baseline", "threshold_count",
+           "gaussian_heatmap",
+           "DEFAULT_SIGMA", "METHODS", "CuratorDiagnostics", "HeatmapDiagnostics",
+           "HeatmapRelease", "HeatmapResult", "private_heatmap",
+           "DenseHeatmapResult", "dense_heatmap", "dense_release", "emd_norm",
+           "emd_projection",
+           "KMedianResult", "kmedian_cost", "private_kmedian", "weighted_kmedian",
+           "ShuffleParameters", "ShuffleResult", "shuffle_heatmap", "shuffle_parameters"]

@@ -1,0 +1,154 @@
+r"""Per-user distributions and their sum over the grid (paper 002, Algorithm 1 line 3).
+
+Each user :math:`u` with :math:`n_u \ge 1` points inside the public bounds has the
+distribution :math:`\mathbf{p}_u` putting mass :math:`1/n_u` on the cell of each of
+those points (the empirical distribution of the user's points, restricted to the
+grid). The aggregate is
+
+.. math:: \mathbf{s} = \sum_u \mathbf{p}_u \in \mathbb{R}_{\ge 0}^{\Delta\times\Delta},
+
+the only data-dependent quantity the private algorithms read. Every user's
+:math:`\mathbf{p}_u` has L1 norm exactly 1 (or 0 for a user with no point inside the
+bounds: such a user contributes nothing), which is what bounds the sensitivity of every
+query made on :math:`\mathbf{s}` (``docs/privacy/heatmaps.md``).
+
+This module is the local, in-memory implementation (numpy, vectorised). The engines
+package computes the same :class:`CellSums` on other backends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from privot._validation import check_finite_array, check_int
+from privot.errors import InvalidDataError, InvalidParameterError
+from privot.heatmaps.grid import Grid
+
+__all__ = ["CellSums", "user_distributions_sum"]
+
+
+@dataclass(frozen=True)
+class CellSums:
+    r"""The sum of the users' distributions over the grid, with curator-only counts.
+
+    Attributes
+    ----------
+    sums : (Delta, Delta) float array
+        :math:`\mathbf{s} = \sum_u \mathbf{p}_u`, non-negative; entry ``[row, col]`` is
+        the cell ``(row, col)`` of :class:`~privot.heatmaps.grid.Grid`. Sensitive: it is
+        released only through a mechanism.
+    n_users : int
+        Users with at least one point inside the bounds (``sums.sum() == n_users`` up to
+        rounding). **Curator-only** (not differentially private).
+    n_points : int
+        Points read, inside and outside the bounds. **Curator-only.**
+    n_outside : int
+        Points dropped because they fall outside the bounds. **Curator-only.**
+    n_users_empty : int
+        Users all of whose points fall outside the bounds; they contribute nothing to
+        ``sums``. **Curator-only.**
+
+    Notes
+    -----
+    The counts are diagnostics for the data holder. They are computed without noise
+    and must not be published alongside a release.
+    """
+
+    sums: np.ndarray
+    n_users: int
+    n_points: int
+    n_outside: int
+    n_users_empty: int
+
+    def __post_init__(self) -> None:
+        arr = np.asarray(self.sums, dtype=np.float64)
+        if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+            raise InvalidDataError(
+                f"sums must be a square (Delta, Delta) array, got shape {arr.shape}")
+        d = arr.shape[0]
+        if d < 1 or d & (d - 1):
+            raise InvalidDataError(f"sums has side {d}; it must be a power of two")
+        if not np.all(np.isfinite(arr)):
+            raise InvalidDataError("sums has non-finite entries; all must be finite")
+        if np.any(arr < 0):
+            raise InvalidDataError("sums has negative entries; a sum of distributions is >= 0")
+        object.__setattr__(self, "sums", arr)
+        for name in ("n_users", "n_points", "n_outside", "n_users_empty"):
+            object.__setattr__(self, name, check_int(getattr(self, name), name, minimum=0))
+        if self.n_outside > self.n_points:
+            raise InvalidParameterError("n_outside", self.n_outside,
+                                        f"at most n_points={self.n_points}")
+
+    @property
+    def resolution(self) -> int:
+        r""":math:`\Delta`, the side of ``sums``."""
+        return int(self.sums.shape[0])
+
+
+def _factorise(user_ids: object, n: int) -> tuple[np.ndarray, int]:
+    """Codes ``0..k-1`` of the distinct user ids, and ``k``."""
+    ids = np.asarray(user_ids)
+    if ids.ndim != 1:
+        raise InvalidDataError(f"user_ids must be a 1-D array, got shape {ids.shape}")
+    if ids.shape[0] != n:
+        raise InvalidDataError(f"user_ids has {ids.shape[0]} values but x has {n}")
+    if ids.dtype.kind == "f" and not np.all(np.isfinite(ids)):
+        raise InvalidDataError("user_ids has NaN or inf values; every point needs a user id")
+    if ids.dtype.kind == "O" and any(v is None for v in ids):
+        raise InvalidDataError("user_ids has missing values (None); every point needs a user id")
+    try:
+        uniq, codes = np.unique(ids, return_inverse=True)
+    except TypeError as exc:
+        raise InvalidDataError(
+            "user_ids could not be compared (mixed types?); use one type of id") from exc
+    return codes.reshape(-1).astype(np.int64, copy=False), int(uniq.size)
+
+
+def user_distributions_sum(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray,
+                           grid: Grid) -> CellSums:
+    r"""Sum of the users' empirical distributions over ``grid`` (local, vectorised).
+
+    Each point of user :math:`u` inside the bounds weighs :math:`1/n_u`, with
+    :math:`n_u` the number of the user's points *inside* the bounds; points outside
+    are dropped (grid rule: half-open cells, see :class:`~privot.heatmaps.grid.Grid`).
+
+    Parameters
+    ----------
+    user_ids : (n,) array
+        The user of each point (any sortable ids: integers, strings).
+    x, y : (n,) arrays
+        Coordinates (``x`` = longitude for geographic data); finite.
+    grid : Grid
+        The public grid.
+
+    Returns
+    -------
+    CellSums
+
+    Raises
+    ------
+    InvalidDataError
+        Mismatched lengths, NaN/inf coordinates, missing user ids.
+
+    Privacy
+    -------
+    Not a release: this is the exact aggregate the mechanisms are applied to. Unit of
+    privacy: a user (all of their points). Every user's distribution has L1 norm 1
+    (or 0), so for the add/remove-one-user relation any block-sum query of ``sums``
+    has L1 sensitivity 1. ``docs/privacy/heatmaps.md``.
+    """
+    if not isinstance(grid, Grid):
+        raise InvalidParameterError("grid", grid, "a privot.heatmaps.Grid")
+    xs = check_finite_array(x, "x", ndim=1, allow_empty=True)
+    codes, n_ids = _factorise(user_ids, xs.shape[0])
+    cell = grid.assign(xs, y)  # validates y (finite, same length)
+    kept_codes = codes[cell.kept]
+    per_user = np.bincount(kept_codes, minlength=n_ids)  # n_u (points inside)
+    weights = 1.0 / per_user[kept_codes]  # each kept point weighs 1/n_u
+    sums = np.bincount(cell.cells, weights=weights, minlength=grid.n_cells)
+    n_users = int(np.count_nonzero(per_user))
+    return CellSums(sums=sums.reshape(grid.resolution, grid.resolution), n_users=n_users,
+                    n_points=int(xs.shape[0]), n_outside=cell.n_outside,
+                    n_users_empty=n_ids - n_users)
