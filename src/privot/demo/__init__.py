@@ -25,6 +25,7 @@ __all__ = ["SECTIONS", "DemoResult", "run_demo"]
 SECTIONS: tuple[str, ...] = (
     "privot.demo.privacy_core",
     "privot.demo.ot_core",
+    "privot.demo.heatmaps",
 )
 
 
