@@ -42,9 +42,9 @@ test: $(VENV)/.installed-all java
 lint: $(VENV)/.installed-all
 	$(PY) -m ruff check src tests benchmarks
 
-bench: $(VENV)/.installed-all
-	$(PY) benchmarks/bench_noise.py
-	$(PY) benchmarks/bench_accounting.py
+# Every benchmark script writes JSON + PNG under benchmarks/results/ (see benchmarks/README.md).
+bench: $(VENV)/.installed-all java
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUT) .pytest_cache .ruff_cache
