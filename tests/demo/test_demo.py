@@ -31,7 +31,7 @@ def test_report_and_results_are_written(demo):
     assert "not fit for publication" in text  # seeded run
     assert payload["seeded"] is True
     assert payload["header"]["mode"] == "quick"
-    assert [s.key for s in result.sections] == ["privacy_core", "ot_core"]
+    assert [s.key for s in result.sections] == ["privacy_core", "ot_core", "heatmaps"]
     assert len(result.sections) == len(SECTIONS)
     for s in result.sections:
         assert s.key in payload
@@ -86,3 +86,13 @@ def test_closed_form_w2_matches_pot(demo):
     assert ot["groups"]["Black"]["n"] != ot["groups"]["White"]["n"]
     assert ot["w2_latitude"]["w2_squared_deg2"] > 0
     assert ot["sliced_w2_2d"]["sliced_w2_squared_km2"] > 0
+
+
+def test_heatmap_section_spends_epsilon_and_ours_wins_on_emd(demo):
+    _, payload = demo
+    storms = payload["heatmaps"]["storms"]
+    for method in ("laplace", "threshold", "pyramid"):
+        assert storms[method]["epsilon_spent"] == pytest.approx(1.0)
+        assert 0.0 <= storms[method]["emd"] <= 2.0
+    # paper 002's claim on EMD, on real storm tracks (seeded run)
+    assert storms["pyramid"]["emd"] < storms["laplace"]["emd"]
