@@ -7,7 +7,8 @@ Modules: :mod:`~privot.heatmaps.grid` (public bounds to a Delta x Delta grid),
 :mod:`~privot.heatmaps.reconstruct` (Algorithm 2: RECONSTRUCT, compact LP),
 :mod:`~privot.heatmaps.baselines` (Laplace per cell, and its thresholding variant),
 :mod:`~privot.heatmaps.render` (Gaussian-filtered heatmap, Sec. 2.3),
-:mod:`~privot.heatmaps.api` (:func:`private_heatmap`). Extensions:
+:mod:`~privot.heatmaps.api` (:func:`private_heatmap`),
+:mod:`~privot.heatmaps.metrics` (similarity, Pearson, KL, exact grid EMD). Extensions:
 :mod:`~privot.heatmaps.dense` (dense EMD aggregation, App. D),
 :mod:`~privot.heatmaps.kmedian` (DP planar k-median coreset and centres, App. A),
 :mod:`~privot.heatmaps.shuffle` (the shuffle-model protocol of App. F, simulated).
@@ -53,6 +54,16 @@ from privot.heatmaps.measure import (
     measure,
     start_level,
 )
+from privot.heatmaps.metrics import (
+    HeatmapMetrics,
+    grid_emd,
+    grid_emd_metres,
+    heatmap_metrics,
+    kl_divergence,
+    latlon_cell_metres,
+    pearson,
+    similarity,
+)
 from privot.heatmaps.pyramid import block_sums, children_flat, leaf_block, pyramid
 from privot.heatmaps.reconstruct import LP_FORMS, Reconstruction, reconstruct
 from privot.heatmaps.render import gaussian_heatmap
@@ -76,4 +87,6 @@ __all__ = ["ASPECTS", "CellAssignment", "Grid", "block_sums", "children_flat", "
            "DenseHeatmapResult", "dense_heatmap", "dense_release", "emd_norm",
            "emd_projection",
            "KMedianResult", "kmedian_cost", "private_kmedian", "weighted_kmedian",
-           "ShuffleParameters", "ShuffleResult", "shuffle_heatmap", "shuffle_parameters"]
+           "ShuffleParameters", "ShuffleResult", "shuffle_heatmap", "shuffle_parameters",
+           "HeatmapMetrics", "grid_emd", "grid_emd_metres", "heatmap_metrics", "kl_divergence",
+           "latlon_cell_metres", "pearson", "similarity"]
