@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from privot._jsonable import jsonable
 from privot._validation import check_int
 
 __all__ = ["add_seed_argument", "rng_from_args", "write_json", "positive_float", "to_json"]
@@ -43,17 +44,10 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from exc
 
 
-def _default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"cannot serialise {type(obj).__name__}")
-
 
 def to_json(payload: Any) -> str:
     """``payload`` as indented JSON text (numpy scalars and arrays converted)."""
-    return json.dumps(payload, indent=2, default=_default)
+    return json.dumps(payload, indent=2, default=jsonable)
 
 
 def write_json(path: Path, payload: Any) -> None:

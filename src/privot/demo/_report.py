@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from privot._jsonable import jsonable
+
 __all__ = ["Section", "DemoContext", "new_figure", "save_figure", "write_report"]
 
 
@@ -83,13 +85,6 @@ def save_figure(fig: Any, output: Path, name: str) -> str:
     return name
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"cannot serialise {type(obj).__name__}")
-
 
 def write_report(output: Path, sections: list[Section], *, seeded: bool,
                  header: dict[str, Any]) -> Path:
@@ -110,5 +105,5 @@ def write_report(output: Path, sections: list[Section], *, seeded: bool,
     payload = {"header": header, "seeded": seeded,
                **{s.key: {"title": s.title, **s.numbers, "figures": list(s.figures)}
                   for s in sections}}
-    (output / "results.json").write_text(json.dumps(payload, indent=2, default=_jsonable) + "\n")
+    (output / "results.json").write_text(json.dumps(payload, indent=2, default=jsonable) + "\n")
     return report

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from privot._validation import check_epsilon, check_int, check_positive
-from privot.errors import BudgetExceededError, InvalidDataError, InvalidParameterError
+from privot.errors import BudgetExceededError, InvalidParameterError
 from privot.heatmaps.aggregate import CellSums
 from privot.heatmaps.pyramid import pyramid
 from privot.privacy.mechanisms import laplace_mechanism
@@ -139,17 +139,11 @@ def _ensure_affordable(accountant: Spender | None, total: float, what: str) -> N
 
 
 def _as_sums(sums: np.ndarray | CellSums) -> np.ndarray:
-    arr = sums.sums if isinstance(sums, CellSums) else np.asarray(sums, dtype=np.float64)
-    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-        raise InvalidDataError(f"sums must be a square (Delta, Delta) array, got {arr.shape}")
-    d = arr.shape[0]
-    if d < 1 or d & (d - 1):
-        raise InvalidDataError(f"sums has side {d}; it must be a power of two")
-    if not np.all(np.isfinite(arr)):
-        raise InvalidDataError("sums has non-finite entries; all must be finite")
-    if np.any(arr < 0):
-        raise InvalidDataError("sums has negative entries; a sum of distributions is >= 0")
-    return arr
+    """The validated ``(Delta, Delta)`` array (CellSums does the checking)."""
+    if isinstance(sums, CellSums):
+        return sums.sums
+    arr = np.asarray(sums, dtype=np.float64)
+    return CellSums(arr, n_users=0, n_points=0, n_outside=0, n_users_empty=0).sums
 
 
 @dataclass(frozen=True)
