@@ -551,7 +551,10 @@ class ShuffleResult:
     epsilon, delta : float
         The shuffle-DP guarantee claimed for the real protocol.
     secure : bool
-        False when a seeded generator was used (not fit for publication).
+        False when a seeded generator was used (not fit for publication). Even when
+        True, the users' Polya shares come from :func:`privot.privacy.noise.polya`, a
+        CSPRNG-seeded *floating-point* sampler, not an exact integer one (the uniform
+        shares and the shuffle are exact).
     simulated : str
         What this process simulated (:data:`SIMULATION_NOTE`).
     curator_only : ShuffleCuratorDiagnostics
