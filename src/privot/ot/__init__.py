@@ -11,11 +11,16 @@ One private module per solver family, re-exported here:
 * sliced W2 by Monte-Carlo directions: :func:`sliced_w2_squared`,
   :func:`sliced_w2_squared_with_grad`, :func:`random_directions`;
 * Gaussian Johnson-Lindenstrauss projections: :func:`jl_project`, :func:`gaussian_jl_matrix`,
-  :func:`jl_target_dim`.
+  :func:`jl_target_dim`;
+* free-support Wasserstein barycenters (paper 000, Algs. 3 and 4):
+  :func:`free_support_barycenter` -> :class:`BarycenterFit`, :func:`barycenter_cost`,
+  :func:`solution_weights`, :func:`support_points`.
 
 The maths is in ``docs/ot.md``.
 """
 
+from privot.ot._barycenter import BARYCENTER_METHODS, BarycenterFit, free_support_barycenter
+from privot.ot._barycenter_steps import barycenter_cost, solution_weights, support_points
 from privot.ot._exact import METRICS, ground_cost, optimal_plan, wasserstein_distance
 from privot.ot._one_d import (
     Coupling1D,
@@ -46,4 +51,10 @@ __all__ = [
     "gaussian_jl_matrix",
     "jl_project",
     "jl_target_dim",
+    "BARYCENTER_METHODS",
+    "BarycenterFit",
+    "free_support_barycenter",
+    "barycenter_cost",
+    "solution_weights",
+    "support_points",
 ]
