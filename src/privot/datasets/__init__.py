@@ -20,6 +20,7 @@ from privot.datasets._paths import (
 )
 from privot.datasets.packaged import (
     NON_CONTIGUOUS_US_CODES,
+    US_CENSUS_REGIONS,
     load_digits,
     load_mnist,
     load_movielens,
@@ -58,6 +59,7 @@ __all__ = [
     "load_gowalla_nyc",
     "load_uniss_fixations",
     "load_adult",
+    "US_CENSUS_REGIONS",
     "load_us_places",
     "load_mnist",
     "load_digits",

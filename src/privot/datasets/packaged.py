@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = [
     "NON_CONTIGUOUS_US_CODES",
+    "US_CENSUS_REGIONS",
     "load_us_places",
     "load_mnist",
     "load_digits",
@@ -32,6 +33,18 @@ __all__ = [
 #: Northern Mariana Islands, US Minor Outlying Islands). The rule depends only on the
 #: code, never on the data. DC is kept (it lies inside the contiguous states).
 NON_CONTIGUOUS_US_CODES = frozenset({"AK", "HI", "PR", "GU", "VI", "AS", "MP", "UM"})
+
+#: The four US Census Bureau regions, by two-letter state code (public, fixed; DC is in
+#: the South). Used to split US places into k = 4 real groups for the barycenter paper.
+US_CENSUS_REGIONS: dict[str, str] = {
+    **dict.fromkeys(("CT", "ME", "MA", "NH", "RI", "VT", "NJ", "NY", "PA"), "Northeast"),
+    **dict.fromkeys(("IL", "IN", "MI", "OH", "WI", "IA", "KS", "MN", "MO", "NE", "ND",
+                     "SD"), "Midwest"),
+    **dict.fromkeys(("DE", "DC", "FL", "GA", "MD", "NC", "SC", "VA", "WV", "AL", "KY", "MS",
+                     "TN", "AR", "LA", "OK", "TX"), "South"),
+    **dict.fromkeys(("AZ", "CO", "ID", "MT", "NV", "NM", "UT", "WY", "AK", "CA", "HI", "OR",
+                     "WA"), "West"),
+}
 
 _GEONAMES_MIN_POPULATIONS = (500, 1000, 5000, 15000)
 

@@ -14,7 +14,8 @@ seeded release is identical whichever engine computed the aggregate.
 
 :func:`aggregate_user_cells` (module :mod:`~privot.engines.heatmap`) is the heatmap
 step: per-user distributions over a public grid, summed per cell, bit-identical on
-every engine.
+every engine. :func:`coreset_leaf_counts` (module :mod:`~privot.engines.coreset`) is
+the private-coreset step: exact per-(group, leaf) counts of the public binary partition.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = [
     "SourceNotFoundError",
     "SparkBackend",
     "aggregate_user_cells",
+    "coreset_leaf_counts",
     "get_backend",
 ]
 
@@ -92,6 +94,10 @@ def __getattr__(name: str) -> Any:
         from privot.engines.heatmap import aggregate_user_cells
 
         return aggregate_user_cells
+    if name == "coreset_leaf_counts":
+        from privot.engines.coreset import coreset_leaf_counts
+
+        return coreset_leaf_counts
     if name == "SparkBackend":
         from privot.engines.spark import SparkBackend
 

@@ -344,6 +344,12 @@ def amplify_fixed_size(cost: PrivacyCost, *, sample_size: int | Sequence[int],
     the dataset sizes are public. The worst case is the category with the largest
     sampling fraction, hence the max.
     """
+    return _amplify(cost, _largest_fraction(sample_size, population_size))
+
+
+def _largest_fraction(sample_size: int | Sequence[int],
+                      population_size: int | Sequence[int]) -> float:
+    """``max_i n'_i / n_i`` after validating both (one int means one category)."""
     sizes = [sample_size] if not isinstance(sample_size, Sequence) else list(sample_size)
     pops = ([population_size] if not isinstance(population_size, Sequence)
             else list(population_size))
@@ -356,7 +362,42 @@ def amplify_fixed_size(cost: PrivacyCost, *, sample_size: int | Sequence[int],
         n = check_int(n, f"population_size[{i}]", minimum=1)
         m = check_int(m, f"sample_size[{i}]", minimum=1, maximum=n)
         p = max(p, m / n)
-    return _amplify(cost, p)
+    return p
+
+
+def sample_cost_for(target: PrivacyCost, *, sample_size: int | Sequence[int],
+                    population_size: int | Sequence[int]) -> PrivacyCost:
+    r"""The budget a mechanism may spend on a sample so that it meets ``target`` on the population.
+
+    The inverse of :func:`amplify_fixed_size`: with :math:`p = \max_i n'_i/n_i`,
+
+    .. math:: \varepsilon_0 = \ln\big(1 + (e^{\varepsilon} - 1)/p\big), \qquad
+              \delta_0 = \delta / p,
+
+    so that ``amplify_fixed_size(sample_cost_for(t, ...), ...)`` is ``t`` (up to
+    rounding, never above it: :math:`\varepsilon_0` is rounded down). Used by the
+    barycenter experiments of paper 000 (Sec. 6), which run on a uniform sample of a
+    larger population.
+
+    Raises
+    ------
+    InvalidParameterError
+        When :math:`\delta/p \ge 1` (the target delta is too large for this sampling
+        rate).
+    """
+    if not isinstance(target, PrivacyCost):
+        raise InvalidParameterError("target", target, "a privot.privacy.types.PrivacyCost")
+    if math.isinf(target.epsilon):
+        raise InvalidParameterError("target.epsilon", target.epsilon, "a finite epsilon")
+    p = _largest_fraction(sample_size, population_size)
+    eps0 = math.log1p(math.expm1(target.epsilon) / p)
+    eps0 = math.nextafter(eps0, 0.0)
+    delta0 = target.delta / p
+    if delta0 >= 1.0:
+        raise InvalidParameterError(
+            "target.delta", target.delta,
+            f"below the sampling fraction {p:.3g} (delta / p must stay below 1)")
+    return PrivacyCost(eps0, delta0)
 
 
 # ---------------------------------------------------------------------------

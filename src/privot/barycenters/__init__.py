@@ -1,0 +1,52 @@
+"""Differentially private Wasserstein barycenters (papers 000 and 001).
+
+* :func:`private_barycenter` -> :class:`BarycenterResult`: the private-coreset method
+  (paper 000 Alg. 2, epsilon-DP) and output perturbation (Alg. 1 / paper 001 Thm 5 and
+  Prop. 6, (epsilon, delta)-DP), with JL projection and amplification by subsampling;
+* :class:`PublicBounds`: the public geometry (paper 000 Assumption 1);
+* :func:`private_coreset` -> :class:`PrivateCoreset`: the Private Measure Mechanism of
+  He, Vershynin and Zhu, any dimension;
+* regions for the coreset's data-independent filter: :class:`PolygonRegion`,
+  :class:`PredicateRegion`, :func:`continental_us`;
+* output perturbation pieces: :func:`output_perturbation`, :func:`recommended_splits`,
+  :func:`paper_sigma`;
+* evaluation and figures: :func:`evaluate_barycenter`, :func:`barycenter_w2`,
+  :func:`plot_barycenters`.
+
+Privacy analysis: ``docs/privacy/barycenters.md``.
+"""
+
+from privot.barycenters.api import METHODS, default_projection_dim, private_barycenter
+from privot.barycenters.coresets import PrivateCoreset, private_coreset
+from privot.barycenters.evaluation import barycenter_w2, evaluate_barycenter
+from privot.barycenters.geometry import PublicBounds
+from privot.barycenters.perturbation import (
+    PerturbationRelease,
+    output_perturbation,
+    paper_sigma,
+    recommended_splits,
+)
+from privot.barycenters.plot import plot_barycenters
+from privot.barycenters.regions import PolygonRegion, PredicateRegion, Region, continental_us
+from privot.barycenters.result import BarycenterResult
+
+__all__ = [
+    "METHODS",
+    "BarycenterResult",
+    "PerturbationRelease",
+    "PolygonRegion",
+    "PredicateRegion",
+    "PrivateCoreset",
+    "PublicBounds",
+    "Region",
+    "barycenter_w2",
+    "continental_us",
+    "default_projection_dim",
+    "evaluate_barycenter",
+    "output_perturbation",
+    "paper_sigma",
+    "plot_barycenters",
+    "private_barycenter",
+    "private_coreset",
+    "recommended_splits",
+]

@@ -1,0 +1,350 @@
+r"""Public entry point of papers 000 and 001: :func:`private_barycenter`.
+
+.. code-block:: text
+
+    method="coreset" (paper 000 Alg. 2), epsilon-DP:
+      groups --(PublicBounds)--> unit ball --(private coreset per group, eps each;
+      parallel composition)--> mu'_i --(JL Pi)--> mu^_i --(free-support barycenter)--> nu^
+      --(Alg. 3 SolutionWeights: plans mu^_i -> nu^)--> (S, w)
+      --(Alg. 4 SupportPoints with mu'_i in R^d)--> nu --(from_unit)--> support
+
+    method="perturbation" (paper 000 Alg. 1, paper 001 Thm 5 + Prop. 6), (eps, delta)-DP:
+      groups --> unit ball --(split into k' parts)--> anchor a_0 (private coreset
+      barycenter with a fraction of eps, or public atoms)
+      --(T noisy anchored steps, Gaussian, Delta_2 = sqrt(m) max beta_i / k')--> support
+
+With ``population_size`` the groups are a uniform sample (without replacement) of a
+larger population and the budget is stated on the population: the mechanism runs at
+the larger sample budget that amplification by subsampling (Balle, Barthe and
+Gaboardi 2018) brings back to it (paper 000 Remark 1 and Sec. 6).
+Derivations: ``docs/privacy/barycenters.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from privot._validation import check_delta, check_epsilon, check_int, check_points
+from privot.barycenters.coresets import private_coreset
+from privot.barycenters.geometry import PublicBounds
+from privot.barycenters.perturbation import (
+    CALIBRATIONS,
+    output_perturbation,
+    recommended_splits,
+)
+from privot.barycenters.regions import Region
+from privot.barycenters.result import BarycenterResult
+from privot.errors import InvalidDataError, InvalidParameterError
+from privot.ot import (
+    free_support_barycenter,
+    gaussian_jl_matrix,
+    solution_weights,
+    support_points,
+)
+from privot.ot._common import as_generator
+from privot.privacy import accounting
+from privot.privacy.types import Neighbouring, PrivacyCost, Spender
+
+__all__ = ["METHODS", "default_projection_dim", "private_barycenter"]
+
+METHODS = ("coreset", "perturbation")
+#: Share of the sample budget the perturbation method spends on its coreset anchor.
+DEFAULT_ANCHOR_FRACTION = 0.5
+#: Noisy anchored steps of the perturbation method.
+DEFAULT_ITERATIONS = 3
+
+
+def default_projection_dim(n: int, d: int, *, p: float = 2, gamma: float = 0.5,
+                           xi: float = 0.1) -> int | None:
+    r"""Theorem 5.4's order :math:`d' = \lceil p^4 \gamma^{-2} \ln(n/(\gamma\xi)) \rceil`.
+
+    The theorem gives :math:`d' = O(p^4\gamma^{-2}\log(n/(\gamma\xi)))`; privot takes the
+    constant 1 with distortion :math:`\gamma = 1/2` and failure probability
+    :math:`\xi = 1/10`. Returns ``None`` (no projection) when that is not below ``d``.
+    """
+    dp = math.ceil(p**4 / gamma**2 * math.log(n / (gamma * xi)))
+    return dp if dp < d else None
+
+
+def _check_groups(groups: object, bounds: PublicBounds) -> list[np.ndarray]:
+    if isinstance(groups, np.ndarray):
+        groups = [groups]
+    try:
+        items = list(groups)  # type: ignore[arg-type]
+    except TypeError as exc:
+        raise InvalidDataError("groups must be a sequence of (n_i, d) arrays") from exc
+    if not items:
+        raise InvalidDataError("groups is empty; at least one group of points is needed")
+    out = []
+    for i, g in enumerate(items):
+        arr = np.asarray(g, dtype=np.float64) if not isinstance(g, np.ndarray) else g
+        if arr.size == 0:
+            raise InvalidDataError(f"groups[{i}] is empty; every group needs at least one point")
+        arr = check_points(arr, f"groups[{i}]")
+        if arr.shape[1] != bounds.dim:
+            raise InvalidDataError(
+                f"groups[{i}] has dimension {arr.shape[1]} but bounds has {bounds.dim}")
+        out.append(arr)
+    return out
+
+
+def _sample_budget(epsilon: float, delta: float, sizes: list[int],
+                   population_size: int | Sequence[int] | None) -> PrivacyCost:
+    target = PrivacyCost(epsilon, delta)
+    if population_size is None:
+        return target
+    pops = ([population_size] * len(sizes) if isinstance(population_size, (int, np.integer))
+            else list(population_size))
+    return accounting.sample_cost_for(target, sample_size=sizes, population_size=pops)
+
+
+def _coreset_barycenter(units: list[np.ndarray], raw: list[np.ndarray], bounds: PublicBounds,
+                        *, m: int, epsilon: float, p: float, projection_dim: int | None,
+                        beta: np.ndarray, solver: dict[str, Any], coreset: dict[str, Any],
+                        gen: np.random.Generator | None, secure_rng: bool
+                        ) -> tuple[np.ndarray, dict[str, Any], bool]:
+    """Paper 000 Alg. 2 in unit coordinates; returns (support, diagnostics, secure)."""
+    t0 = time.perf_counter()
+    cores = []
+    for g in raw:  # Alg. 2 lines 2-5: one eps-DP coreset per group (parallel composition)
+        size = coreset.get("size") or len(g)
+        cores.append(private_coreset(
+            g, bounds=bounds, epsilon=epsilon, depth=coreset.get("depth"),
+            placement=coreset.get("placement", "scaled"), region=coreset.get("region"),
+            size=size, rng=gen if not secure_rng else None))
+    t1 = time.perf_counter()
+    pts = [c.points for c in cores]
+    if any(len(x) == 0 for x in pts):
+        empty = [i for i, x in enumerate(pts) if len(x) == 0]
+        raise InvalidDataError(
+            f"the private coreset of group(s) {empty} is empty (every point fell outside "
+            "the region); widen the region or the bounds")
+    d = pts[0].shape[1]
+    proj = None
+    if projection_dim is not None and projection_dim < d:
+        # Alg. 2 line 1: a data-independent Gaussian JL map
+        proj = gaussian_jl_matrix(d, projection_dim, rng=gen if gen is not None else
+                                  np.random.default_rng())
+    low = pts if proj is None else [x @ proj.T for x in pts]
+    solver_rng = gen if gen is not None else np.random.default_rng()
+    fit = free_support_barycenter(low, m=m, p=p, group_weights=beta, rng=solver_rng,
+                                  **solver)  # Alg. 2 line 6 (post-processing)
+    if proj is None:
+        support = fit.support
+    else:
+        plans = solution_weights(fit.support, low, p=p)  # Alg. 3
+        support = support_points(pts, plans, p=p, group_weights=beta)  # Alg. 4, in R^d
+    t2 = time.perf_counter()
+    diag = {"coreset_sizes": [len(x) for x in pts],
+            "coreset_depths": [c.depth for c in cores],
+            "n_outside_region": [c.n_outside_region for c in cores],
+            "solver_converged": bool(fit.converged), "solver_outer_iterations": fit.n_outer,
+            "projection_dim": None if proj is None else int(proj.shape[0]),
+            "seconds_coreset": t1 - t0, "seconds_barycenter": t2 - t1}
+    return support, diag, all(c.secure for c in cores)
+
+
+def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray, *, bounds: PublicBounds,
+                       m: int, epsilon: float, delta: float | None = None,
+                       method: str = "coreset", p: float = 2,
+                       group_weights: Sequence[float] | None = None,
+                       population_size: int | Sequence[int] | None = None,
+                       projection_dim: int | str | None = "auto",
+                       splits: int | None = None, iterations: int = DEFAULT_ITERATIONS,
+                       anchor: np.ndarray | None = None,
+                       anchor_fraction: float = DEFAULT_ANCHOR_FRACTION,
+                       calibration: str = "analytic",
+                       reg: float = 1e-3, solver: str = "sinkhorn", n_outer: int = 50,
+                       n_inner: int = 100, placement: str = "scaled",
+                       region: Region | None = None, coreset_size: int | None = None,
+                       depth: int | None = None,
+                       rng: np.random.Generator | int | None = None,
+                       accountant: Spender | None = None) -> BarycenterResult:
+    r"""A differentially private Wasserstein barycenter of ``k`` sensitive groups.
+
+    Finds :math:`m` equally weighted points :math:`\nu` minimising
+    :math:`\sum_i \beta_i W_p^p(\mu_i, \nu)` (paper 000 Def. 3, Assumption 2).
+
+    Parameters
+    ----------
+    groups : sequence of (n_i, d) arrays, or one (n, d) array for ``k = 1``
+        The sensitive points; one person contributes one point to one group.
+    bounds : PublicBounds
+        Public box or ball holding the data (never derived from the data); points
+        outside are clipped and counted.
+    m : int
+        Support size, ``1 <= m <= min_i n_i``.
+    epsilon : float
+        The privacy budget (on the population when ``population_size`` is given).
+    delta : float, optional
+        Required in (0, 1) by ``method="perturbation"``; must be omitted or 0 for the
+        pure-DP ``"coreset"`` method.
+    method : {"coreset", "perturbation"}
+    p : float
+        Order of the Wasserstein cost, ``>= 1``.
+    group_weights : sequence of float, optional
+        :math:`\beta_i`, default ``1/k``.
+    population_size : int or sequence of int, optional
+        Size of the population each group was sampled from uniformly without
+        replacement (public). The budget is then met on the population by amplification.
+    projection_dim : int, "auto" or None
+        :math:`d'` of the JL map (paper 000 Alg. 2 / 001 Thm 5). ``"auto"``:
+        :func:`default_projection_dim` (Thm 5.4's order); ``None``: no projection.
+    splits : int, optional
+        ``k'`` for ``"perturbation"``: parts per group (paper 001 Prop. 6). Default:
+        :func:`~privot.barycenters.perturbation.recommended_splits` (Thm 8's
+        :math:`k'_*`).
+    iterations : int
+        Noisy anchored steps of ``"perturbation"``.
+    anchor : (m, d) array, optional
+        Public anchor atoms for ``"perturbation"`` (caller coordinates). Default: a
+        private-coreset barycenter bought with ``anchor_fraction`` of the sample epsilon.
+    anchor_fraction : float
+        In (0, 1).
+    calibration : {"analytic", "classic"}
+        Gaussian calibration of ``"perturbation"`` (``"classic"`` is the paper's
+        :math:`\sigma^2 = 2m\ln(1.25/\delta)/(\varepsilon k)^2`).
+    reg, solver, n_outer, n_inner :
+        The non-private free-support barycenter (post-processing):
+        :func:`privot.ot.free_support_barycenter`.
+    placement : {"scaled", "uniform", "centre"}
+        Where coreset points go in their leaf cell (paper 000 App. F.2).
+    region : Region, optional
+        Public region the coreset points are restricted to (e.g.
+        :func:`~privot.barycenters.regions.continental_us`).
+    coreset_size : int, optional
+        Subsample each coreset to this many points (default: the group size, as in the
+        paper's experiments).
+    depth : int, optional
+        Depth of the coreset partition (default about :math:`\log_2(\varepsilon n)`).
+    rng : Generator or int, optional
+        Seeded randomness for experiments (``secure=False``); default OS CSPRNG noise.
+    accountant : Spender, optional
+        Charged the sample budget once, before anything is released.
+
+    Returns
+    -------
+    BarycenterResult
+
+    Privacy
+    -------
+    Unit: one point of one group; relation: replace one point (paper 000 Def. 4),
+    group sizes public. ``"coreset"``: epsilon-DP (each group's coreset is epsilon-DP,
+    the groups are disjoint). ``"perturbation"``: (epsilon, delta)-DP (basic
+    composition of the pure-DP anchor and the Gaussian steps).
+    """
+    if not isinstance(bounds, PublicBounds):
+        raise InvalidParameterError("bounds", bounds, "a privot.barycenters.PublicBounds")
+    if method not in METHODS:
+        raise InvalidParameterError("method", method, f"one of {METHODS}")
+    raw = _check_groups(groups, bounds)
+    k = len(raw)
+    sizes = [len(g) for g in raw]
+    mm = check_int(m, "m", minimum=1, maximum=min(sizes))
+    eps = check_epsilon(epsilon)
+    if method == "coreset":
+        if delta not in (None, 0, 0.0):
+            raise InvalidParameterError(
+                "delta", delta, "omitted or 0: the coreset method is pure epsilon-DP")
+        dlt = 0.0
+    else:
+        if delta is None:
+            raise InvalidParameterError("delta", delta,
+                                        "a number in (0, 1) for method='perturbation'")
+        dlt = check_delta(delta, allow_zero=False)
+    if not (isinstance(p, (int, float)) and not isinstance(p, bool) and p >= 1):
+        raise InvalidParameterError("p", p, "a number >= 1")
+    if group_weights is None:
+        beta = np.full(k, 1.0 / k)
+    else:
+        beta = np.asarray(group_weights, dtype=np.float64)
+        if (beta.shape != (k,) or not np.all(np.isfinite(beta)) or np.any(beta < 0)
+                or not math.isclose(float(beta.sum()), 1.0, rel_tol=1e-9)):
+            raise InvalidParameterError("group_weights", group_weights,
+                                        f"{k} non-negative numbers summing to 1")
+    if calibration not in CALIBRATIONS:
+        raise InvalidParameterError("calibration", calibration, f"one of {CALIBRATIONS}")
+    if not (0 < anchor_fraction < 1):
+        raise InvalidParameterError("anchor_fraction", anchor_fraction, "a number in (0, 1)")
+    d = bounds.dim
+    if projection_dim == "auto":
+        dp = default_projection_dim(min(sizes), d, p=p)
+    elif projection_dim is None:
+        dp = None
+    else:
+        dp = check_int(projection_dim, "projection_dim", minimum=1)
+        dp = dp if dp < d else None
+    if coreset_size is not None:
+        check_int(coreset_size, "coreset_size", minimum=1)
+
+    sample = _sample_budget(eps, dlt, sizes, population_size)
+    gen = as_generator(rng) if rng is not None else None
+    secure_rng = gen is None
+    if accountant is not None:
+        accountant.spend(sample, mechanism=f"private-barycenter-{method}",
+                         relation=Neighbouring.REPLACE_ONE,
+                         params={"m": mm, "k": k, "population_size": population_size})
+    units, clipped = zip(*(bounds.to_unit(g) for g in raw), strict=True)
+    solver_kw = {"method": solver, "reg": reg, "n_outer": n_outer, "n_inner": n_inner}
+    coreset_kw = {"size": coreset_size, "depth": depth, "placement": placement,
+                  "region": region}
+    params: dict[str, Any] = {"m": mm, "k": k, "p": p, "d": d, "projection_dim": dp,
+                              "solver": solver, "reg": reg, "n_outer": n_outer,
+                              "n_inner": n_inner, "placement": placement,
+                              "group_sizes": sizes, "population_size": population_size,
+                              "group_weights": beta.tolist()}
+    t0 = time.perf_counter()
+    if method == "coreset":
+        support_u, diag, secure = _coreset_barycenter(
+            list(units), raw, bounds, m=mm, epsilon=sample.epsilon, p=p, projection_dim=dp,
+            beta=beta, solver=solver_kw, coreset=coreset_kw, gen=gen, secure_rng=secure_rng)
+    else:
+        eps_anchor = 0.0
+        diag = {}
+        secure = True
+        if anchor is None:
+            eps_anchor = anchor_fraction * sample.epsilon
+            anchor_u, diag, secure = _coreset_barycenter(
+                list(units), raw, bounds, m=mm, epsilon=eps_anchor, p=p, projection_dim=dp,
+                beta=beta, solver=solver_kw, coreset=coreset_kw, gen=gen,
+                secure_rng=secure_rng)
+        else:
+            a = check_points(anchor, "anchor")
+            if a.shape != (mm, d):
+                raise InvalidParameterError("anchor", a.shape, f"an ({mm}, {d}) array")
+            anchor_u, _ = bounds.to_unit(a)
+        kp = (recommended_splits(min(sizes), m=mm, d=d, epsilon=sample.epsilon - eps_anchor,
+                                 delta=sample.delta, k=k, p=p) if splits is None
+              else check_int(splits, "splits", minimum=1, maximum=min(sizes)))
+        proj = (None if dp is None else
+                gaussian_jl_matrix(d, dp, rng=gen if gen is not None else np.random.default_rng()))
+        rel = output_perturbation(list(units), anchor_u, epsilon=sample.epsilon - eps_anchor,
+                                  delta=sample.delta, splits=kp, iterations=iterations,
+                                  group_weights=beta, calibration=calibration,
+                                  projection=proj, rng=gen)
+        support_u = rel.support
+        secure = secure and rel.secure
+        params.update({"splits": kp, "iterations": rel.iterations, "sigma": rel.sigma,
+                       "sensitivity": rel.sensitivity, "calibration": calibration,
+                       "anchor": "public" if anchor is not None else "coreset",
+                       "anchor_epsilon": eps_anchor,
+                       "perturbation_epsilon": sample.epsilon - eps_anchor})
+    # the ball B_0(1/2) is convex and public: projecting onto it is post-processing
+    support_u = _project_to_ball(support_u)
+    diag["seconds_total"] = time.perf_counter() - t0
+    support = bounds.from_unit(support_u)
+    return BarycenterResult(
+        support=support, weights=np.full(mm, 1.0 / mm), method=method,
+        cost=PrivacyCost(eps, dlt), sample_cost=sample, relation=Neighbouring.REPLACE_ONE,
+        secure=secure, bounds=bounds, n_clipped=tuple(int(c) for c in clipped),
+        params=params, diagnostics=diag)
+
+
+def _project_to_ball(x: np.ndarray, radius: float = 0.5) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return np.where(norms > radius, x * (radius / np.maximum(norms, 1e-300)), x)

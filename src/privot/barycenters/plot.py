@@ -1,0 +1,74 @@
+"""Figures of barycenters in 2-D, like paper 000 Fig. 3 (groups, non-private and private
+barycenters on one map). Needs the ``plot`` extra (matplotlib)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from privot._optional import require
+from privot.errors import InvalidDataError
+
+__all__ = ["plot_barycenters"]
+
+_MARKERS = ("o", "X", "^", "s", "P", "D", "v", "*")
+_COLOURS = ("black", "tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange")
+
+
+def plot_barycenters(groups: Sequence[np.ndarray], supports: Mapping[str, np.ndarray], *,
+                     group_names: Sequence[str] | None = None, ax: Any = None,
+                     title: str | None = None, max_points: int = 20_000,
+                     outline: np.ndarray | None = None, xlabel: str = "x",
+                     ylabel: str = "y", rng: int = 0) -> Any:
+    """Scatter the groups (light) and each named barycenter support (large markers).
+
+    Parameters
+    ----------
+    groups : sequence of (n_i, 2) arrays
+        Drawn as small translucent dots (at most ``max_points`` per group, a uniform
+        subsample for legibility).
+    supports : mapping of label to (m, 2) array
+        E.g. ``{"non-private": nu, "private coreset": nu_core}``.
+    group_names : sequence of str, optional
+        Legend labels of the groups.
+    ax : matplotlib Axes, optional
+        Drawn into when given; otherwise a new figure.
+    outline : (v, 2) array, optional
+        A polygon to draw (e.g. the public region used by the coreset).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    plt = require("matplotlib.pyplot", "plot")
+    gs = [np.asarray(g) for g in groups]
+    if any(g.ndim != 2 or g.shape[1] != 2 for g in gs):
+        raise InvalidDataError("plot_barycenters draws 2-D points only: groups must be (n, 2)")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8, 5))
+    else:
+        fig = ax.figure
+    gen = np.random.default_rng(rng)
+    cmap = plt.get_cmap("tab10")
+    for i, g in enumerate(gs):
+        show = g if len(g) <= max_points else g[gen.choice(len(g), max_points, replace=False)]
+        name = group_names[i] if group_names is not None else f"group {i}"
+        ax.scatter(show[:, 0], show[:, 1], s=2, alpha=0.25, color=cmap(i % 10),
+                   label=name if len(gs) > 1 else "data", rasterized=True)
+    if outline is not None:
+        ring = np.vstack([outline, outline[:1]])
+        ax.plot(ring[:, 0], ring[:, 1], color="grey", lw=0.8)
+    for j, (label, sup) in enumerate(supports.items()):
+        s = np.asarray(sup)
+        ax.scatter(s[:, 0], s[:, 1], s=60, marker=_MARKERS[j % len(_MARKERS)],
+                   facecolor="none" if j else _COLOURS[0], edgecolor=_COLOURS[j % len(_COLOURS)],
+                   linewidths=1.5, label=label, zorder=3)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_aspect("equal", adjustable="datalim")
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="best", fontsize=8, markerscale=1.0)
+    return fig

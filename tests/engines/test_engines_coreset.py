@@ -1,0 +1,123 @@
+"""The private-coreset leaf counts on the engines: local == in-memory numpy == Spark."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privot.barycenters.coresets import leaf_index, private_coreset
+from privot.barycenters.geometry import PublicBounds
+from privot.engines import coreset_leaf_counts
+from privot.errors import InvalidParameterError
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support:FutureWarning"),
+    pytest.mark.filterwarnings("ignore:The copy keyword is deprecated:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
+]
+
+BOUNDS = PublicBounds.box([0.0, -1.0, 5.0], [2.0, 1.0, 6.0])
+COLS = ["a", "b", "c"]
+DEPTH = 7
+
+
+def _frame(n: int = 3000, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform([-0.2, -1.2, 4.9], [2.2, 1.2, 6.1], size=(n, 3))  # some outside
+    df = pd.DataFrame(x, columns=COLS)
+    df["group"] = rng.choice(["g1", "g2", "g3"], size=n)
+    return df
+
+
+def _numpy_counts(df: pd.DataFrame) -> dict:
+    out = {}
+    for g, part in df.groupby("group"):
+        unit, nc = BOUNDS.to_unit(part[COLS].to_numpy())
+        ids, cnt = np.unique(leaf_index(unit, cell_box=BOUNDS.cell_box(), depth=DEPTH),
+                             return_counts=True)
+        out[g] = (ids, cnt, len(part), nc)
+    return out
+
+
+def _assert_same(got, expect):
+    assert sorted(got.counts) == sorted(expect)
+    for g, (ids, cnt, n, nc) in expect.items():
+        np.testing.assert_array_equal(got.counts[g][0], ids)
+        np.testing.assert_array_equal(got.counts[g][1], cnt)
+        assert got.n[g] == n and got.n_clipped[g] == nc
+
+
+@pytest.mark.parametrize("chunk_size", [7, 1_000_000])
+def test_local_equals_numpy(chunk_size):
+    df = _frame()
+    got = coreset_leaf_counts(df, bounds=BOUNDS, depth=DEPTH, coordinate_columns=COLS,
+                              group_column="group", chunk_size=chunk_size)
+    _assert_same(got, _numpy_counts(df))
+
+
+def test_csv_and_parquet_sources_and_driver_release(tmp_path):
+    df = _frame(500, seed=1)
+    csv, pq = tmp_path / "pts.csv", tmp_path / "pts.parquet"
+    df.to_csv(csv, index=False)
+    df.to_parquet(pq)
+    a = coreset_leaf_counts(csv, bounds=BOUNDS, depth=DEPTH, coordinate_columns=COLS,
+                            group_column="group")
+    b = coreset_leaf_counts(pq, bounds=BOUNDS, depth=DEPTH, coordinate_columns=COLS,
+                            group_column="group")
+    _assert_same(a, _numpy_counts(df))
+    _assert_same(b, _numpy_counts(df))
+    # the driver-side release equals the in-memory mechanism with the same seed
+    part = df[df["group"] == "g2"][COLS].to_numpy()
+    cs = a.coreset("g2", epsilon=1.0, rng=9)
+    ref = private_coreset(part, bounds=BOUNDS, epsilon=1.0, depth=DEPTH, rng=9)
+    np.testing.assert_array_equal(cs.points, ref.points)
+    assert cs.n_clipped == ref.n_clipped
+
+
+def test_no_group_and_unusable_coordinates_are_imputed():
+    df = _frame(200)[COLS].copy()
+    df.loc[3, "a"] = np.nan
+    df.loc[5, "c"] = np.inf
+    got = coreset_leaf_counts(df, bounds=BOUNDS, depth=DEPTH, coordinate_columns=COLS)
+    assert list(got.counts) == [None] and got.n[None] == 200
+    fixed = df.to_numpy().copy()
+    fixed[[3, 5]] = BOUNDS.centre
+    unit, nc = BOUNDS.to_unit(fixed)
+    ids, cnt = np.unique(leaf_index(unit, cell_box=BOUNDS.cell_box(), depth=DEPTH),
+                         return_counts=True)
+    np.testing.assert_array_equal(got.counts[None][1], cnt)
+    assert got.n_clipped[None] == nc + 2
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    ({"coordinate_columns": ["a", "b"]}, "coordinate_columns"),
+    ({"coordinate_columns": ["a", "a", "b"]}, "coordinate_columns"),
+    ({"group_column": "a"}, "group_column"),
+    ({"depth": 0}, "depth"),
+    ({"bounds": None}, "bounds"),
+    ({"backend": "dask"}, "engine"),
+])
+def test_bad_arguments(kwargs, name):
+    args = {"bounds": BOUNDS, "depth": DEPTH, "coordinate_columns": COLS, **kwargs}
+    with pytest.raises(InvalidParameterError) as info:
+        coreset_leaf_counts(_frame(10), **args)
+    assert info.value.name == name
+
+
+@pytest.mark.spark
+def test_spark_equals_local(spark, tmp_path):
+    df = _frame(2000, seed=4)
+    pq = tmp_path / "pts.parquet"
+    df.to_parquet(pq)
+    local = coreset_leaf_counts(pq, bounds=BOUNDS, depth=DEPTH, coordinate_columns=COLS,
+                                group_column="group")
+    remote = coreset_leaf_counts(pq, bounds=BOUNDS, depth=DEPTH, coordinate_columns=COLS,
+                                 group_column="group", backend="spark", spark=spark)
+    _assert_same(remote, _numpy_counts(df))
+    for g in local.counts:
+        np.testing.assert_array_equal(local.counts[g][0], remote.counts[g][0])
+        np.testing.assert_array_equal(local.counts[g][1], remote.counts[g][1])
+    a = local.coreset("g1", epsilon=0.5, rng=3)
+    b = remote.coreset("g1", epsilon=0.5, rng=3)
+    np.testing.assert_array_equal(a.points, b.points)
