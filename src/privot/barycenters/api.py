@@ -24,13 +24,19 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from privot._validation import check_delta, check_epsilon, check_int, check_points
-from privot.barycenters.coresets import private_coreset
+from privot.barycenters.coresets import (
+    PrivateCoreset,
+    coreset_from_leaf_counts,
+    default_depth,
+    private_coreset,
+)
 from privot.barycenters.geometry import PublicBounds
 from privot.barycenters.perturbation import (
     CALIBRATIONS,
@@ -56,7 +62,7 @@ METHODS = ("coreset", "perturbation")
 #: Share of the sample budget the perturbation method spends on its coreset anchor.
 DEFAULT_ANCHOR_FRACTION = 0.5
 #: Noisy anchored steps of the perturbation method.
-DEFAULT_ITERATIONS = 3
+DEFAULT_ITERATIONS = 1
 
 
 def default_projection_dim(n: int, d: int, *, p: float = 2, gamma: float = 0.5,
@@ -103,20 +109,46 @@ def _sample_budget(epsilon: float, delta: float, sizes: list[int],
     return accounting.sample_cost_for(target, sample_size=sizes, population_size=pops)
 
 
-def _coreset_barycenter(units: list[np.ndarray], raw: list[np.ndarray], bounds: PublicBounds,
-                        *, m: int, epsilon: float, p: float, projection_dim: int | None,
-                        beta: np.ndarray, solver: dict[str, Any], coreset: dict[str, Any],
-                        gen: np.random.Generator | None, secure_rng: bool
+#: ``make(i, epsilon, options) -> PrivateCoreset``: the private coreset of group ``i``.
+CoresetMaker = Callable[[int, float, dict[str, Any]], PrivateCoreset]
+
+
+def _coresets_of_points(raw: list[np.ndarray], bounds: PublicBounds) -> CoresetMaker:
+    def make(i: int, epsilon: float, options: dict[str, Any]) -> PrivateCoreset:
+        return private_coreset(raw[i], bounds=bounds, epsilon=epsilon, **options)
+    return make
+
+
+def _coresets_of_counts(counts: Any, keys: list[Any]) -> CoresetMaker:
+    """Coresets from exact leaf counts computed by an engine at ``counts.depth``; a group
+    whose depth is smaller uses the ancestors ``id >> (D - depth)`` (prefix codes)."""
+    def make(i: int, epsilon: float, options: dict[str, Any]) -> PrivateCoreset:
+        key = keys[i]
+        n = counts.n[key]
+        ids, cnt = counts.counts[key]
+        depth = options.pop("depth", None) or default_depth(epsilon, n)
+        depth = min(depth, counts.depth)
+        ids, inverse = np.unique(ids >> (counts.depth - depth), return_inverse=True)
+        cnt = np.bincount(inverse.reshape(-1), weights=cnt, minlength=ids.size)
+        return coreset_from_leaf_counts(ids, cnt.astype(np.int64), n, bounds=counts.bounds,
+                                        epsilon=epsilon, depth=depth,
+                                        n_clipped=counts.n_clipped[key], **options)
+    return make
+
+
+def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon: float,
+                        p: float, projection_dim: int | None, beta: np.ndarray,
+                        solver: dict[str, Any], coreset: dict[str, Any],
+                        gen: np.random.Generator | None
                         ) -> tuple[np.ndarray, dict[str, Any], bool]:
     """Paper 000 Alg. 2 in unit coordinates; returns (support, diagnostics, secure)."""
     t0 = time.perf_counter()
     cores = []
-    for g in raw:  # Alg. 2 lines 2-5: one eps-DP coreset per group (parallel composition)
-        size = coreset.get("size") or len(g)
-        cores.append(private_coreset(
-            g, bounds=bounds, epsilon=epsilon, depth=coreset.get("depth"),
-            placement=coreset.get("placement", "scaled"), region=coreset.get("region"),
-            size=size, rng=gen if not secure_rng else None))
+    for i, n in enumerate(sizes):  # Alg. 2 lines 2-5: one eps-DP coreset per group
+        options = {"depth": coreset.get("depth"), "placement": coreset.get("placement"),
+                   "region": coreset.get("region"), "size": coreset.get("size") or n,
+                   "rng": gen}
+        cores.append(make(i, epsilon, options))
     t1 = time.perf_counter()
     pts = [c.points for c in cores]
     if any(len(x) == 0 for x in pts):
@@ -128,7 +160,7 @@ def _coreset_barycenter(units: list[np.ndarray], raw: list[np.ndarray], bounds: 
     proj = None
     if projection_dim is not None and projection_dim < d:
         # Alg. 2 line 1: a data-independent Gaussian JL map
-        proj = gaussian_jl_matrix(d, projection_dim, rng=gen if gen is not None else
+        proj = gaussian_jl_matrix(d, dim=projection_dim, rng=gen if gen is not None else
                                   np.random.default_rng())
     low = pts if proj is None else [x @ proj.T for x in pts]
     solver_rng = gen if gen is not None else np.random.default_rng()
@@ -149,7 +181,8 @@ def _coreset_barycenter(units: list[np.ndarray], raw: list[np.ndarray], bounds: 
     return support, diag, all(c.secure for c in cores)
 
 
-def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray, *, bounds: PublicBounds,
+def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
+                       bounds: PublicBounds | None = None,
                        m: int, epsilon: float, delta: float | None = None,
                        method: str = "coreset", p: float = 2,
                        group_weights: Sequence[float] | None = None,
@@ -160,7 +193,8 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray, *, bounds: Pub
                        anchor_fraction: float = DEFAULT_ANCHOR_FRACTION,
                        calibration: str = "analytic",
                        reg: float = 1e-3, solver: str = "sinkhorn", n_outer: int = 50,
-                       n_inner: int = 100, placement: str = "scaled",
+                       n_inner: int = 100, polish: int | None = None,
+                       placement: str = "scaled",
                        region: Region | None = None, coreset_size: int | None = None,
                        depth: int | None = None,
                        rng: np.random.Generator | int | None = None,
@@ -172,11 +206,14 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray, *, bounds: Pub
 
     Parameters
     ----------
-    groups : sequence of (n_i, d) arrays, or one (n, d) array for ``k = 1``
-        The sensitive points; one person contributes one point to one group.
+    groups : sequence of (n_i, d) arrays, one (n, d) array for ``k = 1``, or CoresetLeafCounts
+        The sensitive points; one person contributes one point to one group. For data
+        too large for memory, the exact leaf counts computed by an engine
+        (:func:`privot.engines.coreset_leaf_counts`, local chunks or Spark; counted at a
+        depth at least the one wanted, e.g. ``MAX_DEPTH``) with ``method="coreset"``.
     bounds : PublicBounds
         Public box or ball holding the data (never derived from the data); points
-        outside are clipped and counted.
+        outside are clipped and counted. Taken from the leaf counts when those are given.
     m : int
         Support size, ``1 <= m <= min_i n_i``.
     epsilon : float
@@ -209,9 +246,10 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray, *, bounds: Pub
     calibration : {"analytic", "classic"}
         Gaussian calibration of ``"perturbation"`` (``"classic"`` is the paper's
         :math:`\sigma^2 = 2m\ln(1.25/\delta)/(\varepsilon k)^2`).
-    reg, solver, n_outer, n_inner :
+    reg, solver, n_outer, n_inner, polish :
         The non-private free-support barycenter (post-processing):
-        :func:`privot.ot.free_support_barycenter`.
+        :func:`privot.ot.free_support_barycenter` (``polish``: exact steps after
+        Sinkhorn, its default when None).
     placement : {"scaled", "uniform", "centre"}
         Where coreset points go in their leaf cell (paper 000 App. F.2).
     region : Region, optional
@@ -238,13 +276,32 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray, *, bounds: Pub
     the groups are disjoint). ``"perturbation"``: (epsilon, delta)-DP (basic
     composition of the pure-DP anchor and the Gaussian steps).
     """
-    if not isinstance(bounds, PublicBounds):
-        raise InvalidParameterError("bounds", bounds, "a privot.barycenters.PublicBounds")
+    from privot.engines.coreset import CoresetLeafCounts  # lazy: engines import us
+
     if method not in METHODS:
         raise InvalidParameterError("method", method, f"one of {METHODS}")
-    raw = _check_groups(groups, bounds)
-    k = len(raw)
-    sizes = [len(g) for g in raw]
+    if isinstance(groups, CoresetLeafCounts):
+        # exact leaf counts from an engine (local chunks or Spark): coreset method only
+        if method != "coreset":
+            raise InvalidParameterError(
+                "method", method, "'coreset' when groups are engine leaf counts (output "
+                "perturbation needs the points themselves)")
+        if bounds is not None and not groups.bounds.same_as(bounds):
+            raise InvalidParameterError("bounds", bounds,
+                                        "omitted or the bounds the leaf counts were made with")
+        bounds = groups.bounds
+        keys = list(groups.counts)
+        raw = None
+        sizes = [int(groups.n[key]) for key in keys]
+        group_keys: list[Any] = keys
+    else:
+        if not isinstance(bounds, PublicBounds):
+            raise InvalidParameterError("bounds", bounds,
+                                        "a privot.barycenters.PublicBounds")
+        raw = _check_groups(groups, bounds)
+        sizes = [len(g) for g in raw]
+        group_keys = list(range(len(raw)))
+    k = len(sizes)
     mm = check_int(m, "m", minimum=1, maximum=min(sizes))
     eps = check_epsilon(epsilon)
     if method == "coreset":
@@ -284,13 +341,19 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray, *, bounds: Pub
 
     sample = _sample_budget(eps, dlt, sizes, population_size)
     gen = as_generator(rng) if rng is not None else None
-    secure_rng = gen is None
     if accountant is not None:
         accountant.spend(sample, mechanism=f"private-barycenter-{method}",
                          relation=Neighbouring.REPLACE_ONE,
                          params={"m": mm, "k": k, "population_size": population_size})
-    units, clipped = zip(*(bounds.to_unit(g) for g in raw), strict=True)
+    if raw is not None:
+        units, clipped = zip(*(bounds.to_unit(g) for g in raw), strict=True)
+        make = _coresets_of_points(raw, bounds)
+    else:
+        units, clipped = None, tuple(groups.n_clipped[key] for key in group_keys)
+        make = _coresets_of_counts(groups, group_keys)
     solver_kw = {"method": solver, "reg": reg, "n_outer": n_outer, "n_inner": n_inner}
+    if polish is not None:
+        solver_kw["polish"] = polish
     coreset_kw = {"size": coreset_size, "depth": depth, "placement": placement,
                   "region": region}
     params: dict[str, Any] = {"m": mm, "k": k, "p": p, "d": d, "projection_dim": dp,
@@ -301,8 +364,8 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray, *, bounds: Pub
     t0 = time.perf_counter()
     if method == "coreset":
         support_u, diag, secure = _coreset_barycenter(
-            list(units), raw, bounds, m=mm, epsilon=sample.epsilon, p=p, projection_dim=dp,
-            beta=beta, solver=solver_kw, coreset=coreset_kw, gen=gen, secure_rng=secure_rng)
+            make, sizes, m=mm, epsilon=sample.epsilon, p=p, projection_dim=dp, beta=beta,
+            solver=solver_kw, coreset=coreset_kw, gen=gen)
     else:
         eps_anchor = 0.0
         diag = {}
@@ -310,9 +373,8 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray, *, bounds: Pub
         if anchor is None:
             eps_anchor = anchor_fraction * sample.epsilon
             anchor_u, diag, secure = _coreset_barycenter(
-                list(units), raw, bounds, m=mm, epsilon=eps_anchor, p=p, projection_dim=dp,
-                beta=beta, solver=solver_kw, coreset=coreset_kw, gen=gen,
-                secure_rng=secure_rng)
+                make, sizes, m=mm, epsilon=eps_anchor, p=p, projection_dim=dp, beta=beta,
+                solver=solver_kw, coreset=coreset_kw, gen=gen)
         else:
             a = check_points(anchor, "anchor")
             if a.shape != (mm, d):
@@ -322,22 +384,24 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray, *, bounds: Pub
                                  delta=sample.delta, k=k, p=p) if splits is None
               else check_int(splits, "splits", minimum=1, maximum=min(sizes)))
         proj = (None if dp is None else
-                gaussian_jl_matrix(d, dp, rng=gen if gen is not None else np.random.default_rng()))
+                gaussian_jl_matrix(d, dim=dp, rng=gen if gen is not None
+                                   else np.random.default_rng()))
         rel = output_perturbation(list(units), anchor_u, epsilon=sample.epsilon - eps_anchor,
                                   delta=sample.delta, splits=kp, iterations=iterations,
                                   group_weights=beta, calibration=calibration,
                                   projection=proj, rng=gen)
         support_u = rel.support
         secure = secure and rel.secure
+        _warn_if_noise_dominates(rel.sigma, d, k, kp)
         params.update({"splits": kp, "iterations": rel.iterations, "sigma": rel.sigma,
                        "sensitivity": rel.sensitivity, "calibration": calibration,
                        "anchor": "public" if anchor is not None else "coreset",
                        "anchor_epsilon": eps_anchor,
                        "perturbation_epsilon": sample.epsilon - eps_anchor})
-    # the ball B_0(1/2) is convex and public: projecting onto it is post-processing
-    support_u = _project_to_ball(support_u)
+    # the bounds are convex and public: projecting the atoms onto them is post-processing
+    # and never moves an atom away from any point inside them
+    support, _ = bounds.clip(bounds.from_unit(support_u))
     diag["seconds_total"] = time.perf_counter() - t0
-    support = bounds.from_unit(support_u)
     return BarycenterResult(
         support=support, weights=np.full(mm, 1.0 / mm), method=method,
         cost=PrivacyCost(eps, dlt), sample_cost=sample, relation=Neighbouring.REPLACE_ONE,
@@ -345,6 +409,18 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray, *, bounds: Pub
         params=params, diagnostics=diag)
 
 
-def _project_to_ball(x: np.ndarray, radius: float = 0.5) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.where(norms > radius, x * (radius / np.maximum(norms, 1e-300)), x)
+#: sigma * sqrt(d) above this share of the unit diameter triggers a warning.
+NOISE_WARNING_SHARE = 0.1
+
+
+def _warn_if_noise_dominates(sigma: float, d: int, k: int, splits: int) -> None:
+    """Warn when the Gaussian noise is a large share of the domain (public quantities only)."""
+    spread = sigma * math.sqrt(d)
+    if spread > NOISE_WARNING_SHARE:
+        warnings.warn(
+            f"output perturbation noise is large: sigma * sqrt(d) = {spread:.3g} of the "
+            f"bounds' diameter 1 (k = {k} groups, k' = {splits} parts); the support will be "
+            "mostly noise. The coreset method is likely better here (paper 000 Remark 2: "
+            "perturbation needs m d << (eps k k')^2); more data per part, a larger "
+            "epsilon, population_size (amplification) or fewer iterations also help.",
+            UserWarning, stacklevel=3)

@@ -149,6 +149,12 @@ class PublicBounds:
                     (self.upper - self.centre) * self.scale)
         return np.full(self.dim, -0.5), np.full(self.dim, 0.5)
 
+    def same_as(self, other: object) -> bool:
+        """True when ``other`` is a PublicBounds describing the same box or ball."""
+        return (isinstance(other, PublicBounds) and other.kind == self.kind
+                and np.array_equal(other.lower, self.lower)
+                and np.array_equal(other.upper, self.upper))
+
     # -- the maps ----------------------------------------------------------------------
 
     def check_points(self, points: object, name: str = "points") -> np.ndarray:

@@ -25,6 +25,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "privot.cli.audit",
     "privot.cli.calibrate",
     "privot.cli.heatmap",
+    "privot.cli.barycenter",
 )
 
 

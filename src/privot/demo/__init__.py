@@ -26,6 +26,7 @@ SECTIONS: tuple[str, ...] = (
     "privot.demo.privacy_core",
     "privot.demo.ot_core",
     "privot.demo.heatmaps",
+    "privot.demo.barycenters",
 )
 
 
