@@ -31,7 +31,8 @@ def test_report_and_results_are_written(demo):
     assert "not fit for publication" in text  # seeded run
     assert payload["seeded"] is True
     assert payload["header"]["mode"] == "quick"
-    assert [s.key for s in result.sections] == ["privacy_core", "ot_core", "heatmaps"]
+    assert [s.key for s in result.sections] == ["privacy_core", "ot_core", "heatmaps",
+                                               "barycenters"]
     assert len(result.sections) == len(SECTIONS)
     for s in result.sections:
         assert s.key in payload
@@ -96,3 +97,16 @@ def test_heatmap_section_spends_epsilon_and_ours_wins_on_emd(demo):
         assert 0.0 <= storms[method]["emd"] <= 2.0
     # paper 002's claim on EMD, on real storm tracks (seeded run)
     assert storms["pyramid"]["emd"] < storms["laplace"]["emd"]
+
+
+def test_barycenter_section(demo):
+    _, payload = demo
+    us = payload["barycenters"]["us"]
+    assert us["k"] == 1 and us["m"] == 48 and us["epsilon_population"] == 1.0
+    # amplification: the sample budget exceeds the population budget
+    assert us["coreset"]["sample_epsilon"] > 1.0
+    # private barycenters cost more than the non-private one, but stay within reach
+    assert us["coreset"]["cost"] >= us["nonprivate"]["cost"] * 0.98
+    for method in ("coreset", "perturbation"):
+        assert us[method]["cost"] < 3 * us["nonprivate"]["cost"]
+        assert us[method]["w2_to_nonprivate"] < 10.0  # degrees, on a map 58 degrees wide

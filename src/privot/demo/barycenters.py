@@ -72,8 +72,8 @@ def _case(ctx: DemoContext, groups, names, pops, *, n: int, epsilon: float, key:
     common = {"bounds": bounds, "m": m, "epsilon": epsilon, "population_size": pops,
               "region": region, "rng": rng}
     core = private_barycenter(groups, method="coreset", **common)
-    pert = private_barycenter(groups, method="perturbation", delta=1.0 / (n * len(groups)),
-                              **common)
+    # delta = 1/N on the population of N people: the sample then spends delta_0 = 1/n
+    pert = private_barycenter(groups, method="perturbation", delta=1.0 / sum(pops), **common)
     refs = {"nonprivate": nonprivate}
     numbers = {"n_per_group": n, "k": len(groups), "m": m, "epsilon_population": epsilon,
                "seconds_nonprivate": round(t_ref, 2)}
@@ -94,7 +94,7 @@ def _case(ctx: DemoContext, groups, names, pops, *, n: int, epsilon: float, key:
     numbers["figure"] = save_figure(fig, ctx.output, f"barycenter_{key}.png")
     c, p, r = numbers["coreset"], numbers["perturbation"], numbers["nonprivate"]
     md = (f"**{title}** (n = {n} people per group, m = {m}, epsilon = {epsilon:g} on the "
-          f"population by amplification; perturbation delta = 1/n).\n\n"
+          f"population by amplification; perturbation delta = 1/N for the N people).\n\n"
           "| barycenter | cost (sq. degrees) | W2 to non-private (degrees) |\n"
           "| --- | --- | --- |\n"
           f"| non-private | {r['cost']:.3f} | 0 |\n"

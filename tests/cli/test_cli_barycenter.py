@@ -1,0 +1,99 @@
+"""``privot barycenter``: outputs, both methods, engines, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from privot.cli.main import main
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("matplotlib")
+
+
+@pytest.fixture
+def groups_csv(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = []
+    for g, centre in enumerate(([0.3, 0.3], [0.7, 0.6])):
+        pts = np.clip(np.asarray(centre) + 0.08 * rng.normal(size=(800, 2)), 0, 1)
+        rows.append(pd.DataFrame({"x": pts[:, 0], "y": pts[:, 1], "grp": f"g{g}"}))
+    frame = pd.concat(rows, ignore_index=True)
+    frame.loc[0, "x"] = 7.0  # clipped to the bounds
+    frame.loc[1, "y"] = np.nan  # kept at the centre of the bounds, counted
+    path = tmp_path / "groups.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _args(path, out, *extra):
+    return ["barycenter", str(path), "--columns", "x,y", "--group-column", "grp",
+            "--bounds", "0", "1", "0", "1", "--m", "6", "--epsilon", "1", "--seed", "2",
+            "-o", str(out), *extra]
+
+
+def test_coreset_release_files(groups_csv, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(_args(groups_csv, out)) == 0
+    sup = np.loadtxt(out / "support.csv", delimiter=",", skiprows=1)
+    assert sup.shape == (6, 3)
+    assert np.all((sup[:, :2] >= 0) & (sup[:, :2] <= 1))
+    assert np.allclose(sup[:, 2], 1 / 6)
+    assert (out / "support.csv").read_text().splitlines()[0] == "x,y,weight"
+    assert (out / "barycenter.png").stat().st_size > 5000
+    rel = json.loads((out / "release.json").read_text())
+    assert rel["method"] == "coreset" and rel["groups"] == ["g0", "g1"]
+    assert rel["privacy"]["epsilon"] == 1.0 and rel["privacy"]["delta"] == 0.0
+    assert rel["privacy"]["relation"] == "replace-one" and rel["privacy"]["secure"] is False
+    cur = rel["curator_only"]
+    assert cur["rows_per_group"] == {"g0": 800, "g1": 800}
+    assert cur["rows_clipped_per_group"] == {"g0": 2, "g1": 0}
+    printed = capsys.readouterr()
+    assert "spent epsilon = 1 (pure DP)" in printed.out
+
+
+def test_perturbation_release_and_same_seed(groups_csv, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    extra = ("--method", "perturbation", "--delta", "1e-5", "--splits", "20")
+    assert main(_args(groups_csv, a, *extra)) == 0
+    assert main(_args(groups_csv, b, *extra)) == 0
+    assert (a / "support.csv").read_text() == (b / "support.csv").read_text()
+    rel = json.loads((a / "release.json").read_text())
+    assert rel["method"] == "perturbation" and rel["params"]["splits"] == 20
+    assert rel["privacy"]["delta"] == 1e-5
+
+
+def test_one_group_and_ball_bounds(groups_csv, tmp_path):
+    out = tmp_path / "ball"
+    args = ["barycenter", str(groups_csv), "--columns", "x,y", "--ball", "0.5", "0.5",
+            "0.8", "--m", "4", "--epsilon", "2", "--seed", "1", "-o", str(out)]
+    assert main(args) == 0
+    rel = json.loads((out / "release.json").read_text())
+    assert rel["groups"] == ["all"]
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (("--epsilon", "0"), "--epsilon"),
+    (("--m", "0"), "--m"),
+    (("--m", "900"), "--m"),
+    (("--method", "perturbation"), "--delta"),
+    (("--method", "perturbation", "--delta", "2"), "delta"),
+    (("--method", "perturbation", "--delta", "1e-5", "--splits", "801"), "splits"),
+    (("--method", "perturbation", "--delta", "1e-5", "--engine", "spark"), "--engine"),
+    (("--projection-dim", "x"), "--projection-dim"),
+    (("--columns", "x,z"), "'z'"),
+])
+def test_bad_input_is_one_line_and_exit_2(groups_csv, tmp_path, capsys, extra, needle):
+    assert main(_args(groups_csv, tmp_path / "bad", *extra)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len([line for line in err if "error" in line]) == 1
+    assert needle in err[-1]
+
+
+def test_wrong_number_of_bounds(groups_csv, tmp_path, capsys):
+    args = ["barycenter", str(groups_csv), "--columns", "x,y", "--bounds", "0", "1", "0",
+            "--epsilon", "1", "-o", str(tmp_path / "x")]
+    assert main(args) == 2
+    assert "--bounds" in capsys.readouterr().err
