@@ -84,9 +84,8 @@ def test_perturbation_method_with_public_anchor_and_splitting():
 
 def test_perturbation_default_anchor_splits_the_budget():
     groups = _blobs(3000)
-    with pytest.warns(UserWarning, match="noise is large"):  # small data: noise dominates
-        res = private_barycenter(groups, bounds=BOX, m=4, epsilon=2.0, delta=1e-5,
-                                 method="perturbation", rng=4)
+    res = private_barycenter(groups, bounds=BOX, m=4, epsilon=2.0, delta=1e-5,
+                             method="perturbation", rng=4)
     assert res.params["anchor"] == "coreset"
     assert res.params["anchor_epsilon"] + res.params["perturbation_epsilon"] == pytest.approx(2)
     assert res.cost == PrivacyCost(2.0, 1e-5)

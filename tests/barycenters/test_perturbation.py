@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from privot.barycenters.perturbation import (
+    SPLITS_CONSTANT,
     anchored_step,
     output_perturbation,
     paper_sigma,
@@ -36,14 +37,17 @@ def test_paper_sigma_is_the_papers_formula():
 
 
 def test_recommended_splits_follows_thm8_exponents():
-    base = recommended_splits(10**5, m=48, d=2, epsilon=1.0, delta=1e-5, k=1)
+    base = recommended_splits(10**5, m=48, d=2, epsilon=1.0, delta=1e-5, k=1, constant=1)
     # p = 2: k'* ~ n^(1/5) m^(1/5) d^(2/5) L^(2/5) (eps k)^(-4/5), L = 2 ln(1.25/delta)
     expected = (10**5) ** 0.2 * 48**0.2 * 2**0.4 * (2 * math.log(1.25e5)) ** 0.4
     assert base == round(expected)
-    assert recommended_splits(32 * 10**5, m=48, d=2, epsilon=1.0, delta=1e-5,
-                              k=1) == round(2 * expected)
-    assert recommended_splits(10**5, m=48, d=2, epsilon=2**1.25, delta=1e-5,
-                              k=1) == round(expected / 2)
+    assert recommended_splits(32 * 10**5, m=48, d=2, epsilon=1.0, delta=1e-5, k=1,
+                              constant=1) == round(2 * expected)
+    assert recommended_splits(10**5, m=48, d=2, epsilon=2**1.25, delta=1e-5, k=1,
+                              constant=1) == round(expected / 2)
+    # the default constant (measured, see SPLITS_CONSTANT) scales it linearly
+    assert recommended_splits(10**5, m=48, d=2, epsilon=1.0, delta=1e-5,
+                              k=1) == round(SPLITS_CONSTANT * expected)
     assert recommended_splits(10, m=48, d=2, epsilon=0.01, delta=1e-5, k=1) == 10  # <= n
 
 

@@ -105,8 +105,10 @@ def test_barycenter_section(demo):
     assert us["k"] == 1 and us["m"] == 48 and us["epsilon_population"] == 1.0
     # amplification: the sample budget exceeds the population budget
     assert us["coreset"]["sample_epsilon"] > 1.0
-    # private barycenters cost more than the non-private one, but stay within reach
+    # private barycenters cost more than the non-private one; the coreset stays close
     assert us["coreset"]["cost"] >= us["nonprivate"]["cost"] * 0.98
-    for method in ("coreset", "perturbation"):
-        assert us[method]["cost"] < 3 * us["nonprivate"]["cost"]
-        assert us[method]["w2_to_nonprivate"] < 10.0  # degrees, on a map 58 degrees wide
+    assert us["coreset"]["cost"] < 1.5 * us["nonprivate"]["cost"]
+    assert us["coreset"]["w2_to_nonprivate"] < 5.0  # degrees, on a map 58 degrees wide
+    # at this small n (quick mode) the Gaussian noise of output perturbation dominates:
+    # the coreset method is the better one (paper 000 Remark 2)
+    assert us["perturbation"]["cost"] > us["coreset"]["cost"]
