@@ -108,7 +108,7 @@ def test_barycenter_section(demo):
     # private barycenters cost more than the non-private one; the coreset stays close
     assert us["coreset"]["cost"] >= us["nonprivate"]["cost"] * 0.98
     assert us["coreset"]["cost"] < 1.5 * us["nonprivate"]["cost"]
-    assert us["coreset"]["w2_to_nonprivate"] < 5.0  # degrees, on a map 58 degrees wide
-    # at this small n (quick mode) the Gaussian noise of output perturbation dominates:
+    assert us["coreset"]["w2_to_nonprivate"] < 3.0  # degrees, on a map 58 degrees wide
+    # at this n (quick mode) the Gaussian noise of output perturbation dominates:
     # the coreset method is the better one (paper 000 Remark 2)
     assert us["perturbation"]["cost"] > us["coreset"]["cost"]

@@ -113,13 +113,13 @@ def run(ctx: DemoContext) -> Section:
              "coreset method is pure epsilon-DP; output perturbation is (epsilon, delta)-DP "
              "with privot's anchored step (sensitivity proved in docs/privacy/barycenters.md)."
              " Costs are computed exactly on the raw sample, for comparison only."]
-    n1 = 2_000 if ctx.quick else 20_000
+    n1 = 5_000 if ctx.quick else 10_000
     groups, names, pops = sample_us_population(n1, gen)
     numbers["us"], md = _case(ctx, groups, names, pops, n=n1, epsilon=1.0, key="us",
                               title="Continental US population, k = 1")
     parts.append(md)
     if not ctx.quick:
-        n4 = 5_000
+        n4 = 2_500
         groups, names, pops = sample_us_population(n4, gen, by_region=True)
         numbers["regions"], md = _case(ctx, groups, names, pops, n=n4, epsilon=1.0,
                                        key="regions",
