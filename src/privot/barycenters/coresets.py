@@ -31,7 +31,6 @@ Everything is in **unit coordinates** (inside :math:`B_0(1/2)`);
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +39,8 @@ import numpy as np
 from privot._validation import check_epsilon, check_int
 from privot.barycenters.geometry import PublicBounds
 from privot.barycenters.regions import Region
-from privot.errors import BudgetExceededError, InvalidDataError, InvalidParameterError
+from privot.errors import InvalidDataError, InvalidParameterError
+from privot.privacy.budget import TaggedSpender, check_spender, ensure_affordable
 from privot.privacy.mechanisms import discrete_laplace_mechanism
 from privot.privacy.types import Neighbouring, PrivacyCost, Release, Spender
 
@@ -299,37 +299,10 @@ def _resolve_schedule(schedule: object, eps: float, depth: int,
 # ---------------------------------------------------------------------------------------
 
 
-class _LevelSpender:
-    """Forwards charges to the caller's accountant, tagging the ledger entry with the
-    release and the level."""
-
-    def __init__(self, accountant: Spender, tags: Mapping[str, Any]) -> None:
-        self._accountant = accountant
-        self._tags = dict(tags)
-
-    def spend(self, cost: PrivacyCost, *, mechanism: str,
-              relation: Neighbouring = Neighbouring.ADD_REMOVE,
-              params: Mapping[str, Any] | None = None) -> Any:
-        merged = {**self._tags, **dict(params or {})}
-        return self._accountant.spend(cost, mechanism=mechanism, relation=relation,
-                                      params=merged)
 
 
-def _check_spender(accountant: object) -> None:
-    if accountant is not None and not hasattr(accountant, "spend"):
-        raise InvalidParameterError("accountant", accountant,
-                                    "None or an object with spend() (a PrivacyAccountant)")
 
 
-def _ensure_affordable(accountant: Spender | None, total: float) -> None:
-    """Refuse up front, before any noise, when the whole release does not fit."""
-    if accountant is None or not hasattr(accountant, "can_spend"):
-        return
-    if not accountant.can_spend(PrivacyCost(total)):
-        rem = getattr(accountant, "remaining", None)
-        raise BudgetExceededError(
-            f"the private coreset needs eps={total:.6g} in all but the accountant has "
-            f"{rem} left; nothing was charged and no noise was drawn")
 
 
 def _check_leaf_counts(leaf_ids: object, counts: object, depth: int
@@ -393,8 +366,8 @@ def noisy_level_counts(leaf_ids: np.ndarray, counts: np.ndarray, *, depth: int,
     if eps_levels.shape != (depth,):
         raise InvalidParameterError("level_epsilons", level_epsilons,
                                     f"an array of {depth} per-level epsilons")
-    _check_spender(accountant)
-    _ensure_affordable(accountant, math.fsum(eps_levels.tolist()))
+    check_spender(accountant)
+    ensure_affordable(accountant, math.fsum(eps_levels.tolist()), "the private coreset")
     leaves = np.zeros(1 << depth, dtype=np.int64)
     np.add.at(leaves, ids, cnt)  # exact integer sums (repeated ids add up)
     levels, releases = [], []
@@ -402,7 +375,7 @@ def noisy_level_counts(leaf_ids: np.ndarray, counts: np.ndarray, *, depth: int,
         shift = depth - j
         exact = leaves.reshape(1 << j, 1 << shift).sum(axis=1) if shift else leaves
         spender = (None if accountant is None else
-                   _LevelSpender(accountant, {"release": "private-coreset", "level": j,
+                   TaggedSpender(accountant, {"release": "private-coreset", "level": j,
                                               "query": f"counts of the 2^{j} level-{j} "
                                                        "cells"}))
         rel = discrete_laplace_mechanism(exact.astype(np.int64), sensitivity=LEVEL_SENSITIVITY,

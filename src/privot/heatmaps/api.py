@@ -30,8 +30,6 @@ from privot.heatmaps.grid import Grid
 from privot.heatmaps.measure import (
     DEFAULT_GAMMA,
     DEFAULT_W,
-    _check_spender,
-    _ensure_affordable,
     measure,
 )
 from privot.heatmaps.reconstruct import (
@@ -41,6 +39,7 @@ from privot.heatmaps.reconstruct import (
     reconstruct,
 )
 from privot.heatmaps.render import gaussian_heatmap
+from privot.privacy.budget import check_spender, ensure_affordable
 from privot.privacy.types import Neighbouring, Spender
 
 __all__ = [
@@ -347,8 +346,8 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
         raise InvalidParameterError("lp", lp, f"'compact' for resolution {grid.resolution}; "
                                     f"the full LP is only allowed up to "
                                     f"{FULL_LP_MAX_RESOLUTION}")
-    _check_spender(accountant)
-    _ensure_affordable(accountant, eps, f"private_heatmap(method={method!r})")
+    check_spender(accountant)
+    ensure_affordable(accountant, eps, f"private_heatmap(method={method!r})")
 
     cells = _points(data, user, x, y, grid)
     t1 = time.perf_counter()

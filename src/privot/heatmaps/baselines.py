@@ -21,7 +21,8 @@ import numpy as np
 from privot._validation import check_epsilon, check_positive
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.heatmaps.aggregate import CellSums
-from privot.heatmaps.measure import _as_sums, _check_spender, _ensure_affordable, _LevelSpender
+from privot.heatmaps.measure import _as_sums
+from privot.privacy.budget import TaggedSpender, check_spender, ensure_affordable
 from privot.privacy.mechanisms import laplace_mechanism
 from privot.privacy.types import Neighbouring, Release, Spender
 
@@ -91,11 +92,11 @@ def _top_cells(flat: np.ndarray, k: int) -> np.ndarray:
 def _noisy_cells(sums: np.ndarray | CellSums, epsilon: float, accountant: Spender | None,
                  rng: np.random.Generator | None, method: str) -> tuple[np.ndarray, Release]:
     eps = check_epsilon(epsilon)
-    _check_spender(accountant)
+    check_spender(accountant)
     s = _as_sums(sums)
-    _ensure_affordable(accountant, eps, f"the {method} baseline")
+    ensure_affordable(accountant, eps, f"the {method} baseline")
     spender = (None if accountant is None else
-               _LevelSpender(accountant, {"release": f"heatmap-{method}",
+               TaggedSpender(accountant, {"release": f"heatmap-{method}",
                                           "query": "s (cell sums, every cell)"}))
     # one vector of Delta^2 cells, L1 sensitivity 1 per user
     rel = laplace_mechanism(s, sensitivity=1.0, epsilon=eps, accountant=spender, rng=rng,

@@ -54,8 +54,9 @@ from scipy import optimize, sparse
 from privot._validation import check_epsilon, check_int, check_positive
 from privot.errors import ConvergenceError, InvalidDataError, InvalidParameterError
 from privot.heatmaps.aggregate import CellSums
-from privot.heatmaps.measure import _as_sums, _check_spender, _ensure_affordable, _LevelSpender
+from privot.heatmaps.measure import _as_sums
 from privot.heatmaps.pyramid import block_sums
+from privot.privacy.budget import TaggedSpender, check_spender, ensure_affordable
 from privot.privacy.mechanisms import laplace_mechanism
 from privot.privacy.types import Neighbouring, Release, Spender
 
@@ -301,7 +302,7 @@ def dense_release(sums: np.ndarray | CellSums, *, epsilon: float, n_users_public
     eps = check_epsilon(epsilon)
     n_pub = check_int(n_users_public, "n_users_public", minimum=1)
     cap = check_int(max_lp_cells, "max_lp_cells", minimum=1)
-    _check_spender(accountant)
+    check_spender(accountant)
     s = _as_sums(sums)
     d = s.shape[0]
     lv = dense_coarse_level(eps, n_pub, d.bit_length() - 1)  # line 1 (public n only)
@@ -311,10 +312,10 @@ def dense_release(sums: np.ndarray | CellSums, *, epsilon: float, n_users_public
             "max_lp_cells", max_lp_cells,
             f"at least {dc * dc}: epsilon * n_users_public = {eps * n_pub:.6g} gives a "
             f"{dc} x {dc} coarse grid; raise max_lp_cells or use a coarser grid")
-    _ensure_affordable(accountant, eps, "the dense heatmap (Thm D.1)")
+    ensure_affordable(accountant, eps, "the dense heatmap (Thm D.1)")
     coarse = block_sums(s, lv)  # lines 2-3: P_{ell*} s (snap to G_{Delta*})
     spender = (None if accountant is None else
-               _LevelSpender(accountant, {"release": "heatmap-dense", "level": lv,
+               TaggedSpender(accountant, {"release": "heatmap-dense", "level": lv,
                                           "query": f"P_{lv} s (coarse cell sums, Thm D.1)",
                                           "n_users_public": n_pub}))
     # line 4: nu(a) ~ Lap(1/eps) on every coarse cell; L1 sensitivity 1 per user

@@ -22,18 +22,17 @@ that :math:`\sum_i\varepsilon_i = \varepsilon`. Defaults :math:`w = 20` and
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from privot._validation import check_epsilon, check_int, check_positive
-from privot.errors import BudgetExceededError, InvalidParameterError
+from privot.errors import InvalidParameterError
 from privot.heatmaps.aggregate import CellSums
 from privot.heatmaps.pyramid import pyramid
+from privot.privacy.budget import TaggedSpender, check_spender, ensure_affordable
 from privot.privacy.mechanisms import laplace_mechanism
-from privot.privacy.types import Neighbouring, PrivacyCost, Release, Spender
+from privot.privacy.types import Neighbouring, Release, Spender
 
 __all__ = ["DEFAULT_GAMMA", "DEFAULT_W", "Measurements", "level_budgets", "measure",
            "start_level"]
@@ -99,43 +98,10 @@ def level_budgets(epsilon: float, *, levels: int, q: int,
     return out
 
 
-class _LevelSpender:
-    """Forwards charges to the caller's accountant, tagging the ledger entry with the
-    level and the query (so the ledger shows each level of Algorithm 1)."""
-
-    def __init__(self, accountant: Spender, tags: Mapping[str, Any]) -> None:
-        self._accountant = accountant
-        self._tags = dict(tags)
-
-    def spend(self, cost: PrivacyCost, *, mechanism: str,
-              relation: Neighbouring = Neighbouring.ADD_REMOVE,
-              params: Mapping[str, Any] | None = None) -> Any:
-        merged = {**self._tags, **dict(params or {})}
-        return self._accountant.spend(cost, mechanism=mechanism, relation=relation,
-                                      params=merged)
 
 
-def _check_spender(accountant: object) -> None:
-    if accountant is not None and not hasattr(accountant, "spend"):
-        raise InvalidParameterError("accountant", accountant,
-                                    "None or an object with spend() (a PrivacyAccountant)")
 
 
-def _ensure_affordable(accountant: Spender | None, total: float, what: str) -> None:
-    """Refuse up front, before any noise, when the whole release does not fit.
-
-    The per-level charges happen one by one; without this check a budget that covers
-    the first levels but not the last would see noise drawn (and budget spent) for a
-    release that is then abandoned. Accountants without ``can_spend`` are charged
-    level by level only.
-    """
-    if accountant is None or not hasattr(accountant, "can_spend"):
-        return
-    if not accountant.can_spend(PrivacyCost(total)):
-        rem = getattr(accountant, "remaining", None)
-        raise BudgetExceededError(
-            f"{what} needs eps={total:.6g} in all but the accountant has {rem} left; "
-            "nothing was charged and no noise was drawn")
 
 
 def _as_sums(sums: np.ndarray | CellSums) -> np.ndarray:
@@ -241,20 +207,20 @@ def measure(sums: np.ndarray | CellSums, *, epsilon: float, w: int = DEFAULT_W,
     eps = check_epsilon(epsilon)
     w = check_int(w, "w", minimum=1)
     gamma = check_positive(gamma, "gamma")
-    _check_spender(accountant)
+    check_spender(accountant)
     s = _as_sums(sums)
     ell = s.shape[0].bit_length() - 1
     q = start_level(w, ell)
     budgets = level_budgets(eps, levels=ell, q=q, gamma=gamma)
     total = math.fsum(budgets.tolist())
-    _ensure_affordable(accountant, total, "the heatmap measurement (Algorithm 1)")
+    ensure_affordable(accountant, total, "the heatmap measurement (Algorithm 1)")
 
     exact = pyramid(s, start_level=q)  # P_i s for i = q..ell (line 3 and the transform)
     values, releases = [], []
     for j, (block, eps_i) in enumerate(zip(exact, budgets.tolist(), strict=True)):
         i = q + j
         spender = (None if accountant is None else
-                   _LevelSpender(accountant, {"release": "heatmap-pyramid", "level": i,
+                   TaggedSpender(accountant, {"release": "heatmap-pyramid", "level": i,
                                               "query": f"P_{i} s (block sums, level {i})"}))
         # line 5: nu_i ~ Lap(1/eps_i) per cell; L1 sensitivity of P_i s is 1
         rel = laplace_mechanism(block, sensitivity=1.0, epsilon=eps_i, accountant=spender,

@@ -33,7 +33,7 @@ from privot.privacy.accounting import gdp_compose, gdp_to_epsilon
 from privot.privacy.types import Neighbouring, PrivacyCost
 
 __all__ = ["BudgetAmount", "LedgerEntry", "PrivacyAccountant", "RELATIVE_TOLERANCE",
-           "COMPOSITIONS"]
+           "COMPOSITIONS", "TaggedSpender", "check_spender", "ensure_affordable"]
 
 #: Relative slack allowed when comparing the composed spending with the total, so that
 #: e.g. ten charges of ``total/10`` are accepted despite rounding. At most
@@ -467,3 +467,44 @@ class PrivacyAccountant:
         return (f"PrivacyAccountant(name={'/'.join(self.path)!r}, total=({self._total}), "
                 f"spent=({self.spent}), composition={self._composition!r})")
 
+
+# -- helpers for releases made of several charged pieces -------------------------------
+
+
+class TaggedSpender:
+    """Forwards charges to an accountant, adding fixed tags to each ledger entry
+    (e.g. the release and the level of a hierarchical mechanism)."""
+
+    def __init__(self, accountant: Any, tags: Mapping[str, Any]) -> None:
+        self._accountant = accountant
+        self._tags = dict(tags)
+
+    def spend(self, cost: PrivacyCost, *, mechanism: str,
+              relation: Neighbouring = Neighbouring.ADD_REMOVE,
+              params: Mapping[str, Any] | None = None) -> Any:
+        merged = {**self._tags, **dict(params or {})}
+        return self._accountant.spend(cost, mechanism=mechanism, relation=relation,
+                                      params=merged)
+
+
+def check_spender(accountant: object) -> None:
+    """Refuse an ``accountant=`` argument that cannot be charged."""
+    if accountant is not None and not hasattr(accountant, "spend"):
+        raise InvalidParameterError("accountant", accountant,
+                                    "None or an object with spend() (a PrivacyAccountant)")
+
+
+def ensure_affordable(accountant: Any, total: float, what: str) -> None:
+    """Refuse up front, before any noise, when a release of ``total`` epsilon does not fit.
+
+    Releases charged piece by piece (one charge per level) would otherwise draw noise,
+    and spend budget, for the first pieces of a release that is then abandoned.
+    Accountants without ``can_spend`` are charged piece by piece only.
+    """
+    if accountant is None or not hasattr(accountant, "can_spend"):
+        return
+    if not accountant.can_spend(PrivacyCost(total)):
+        rem = getattr(accountant, "remaining", None)
+        raise BudgetExceededError(
+            f"{what} needs eps={total:.6g} in all but the accountant has {rem} left; "
+            "nothing was charged and no noise was drawn")
