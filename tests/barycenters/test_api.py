@@ -199,7 +199,8 @@ def test_clipped_points_are_counted():
      "splits"),
     ({"projection_dim": 0}, InvalidParameterError, "projection_dim"),
     ({"p": 0.5}, InvalidParameterError, "p"),
-    ({"group_weights": [0.5, 0.6]}, InvalidParameterError, "group_weights"),
+    ({"group_weights": [-0.5, 1.5]}, InvalidDataError, "group_weights"),
+    ({"group_weights": [1.0]}, InvalidDataError, "group_weights"),
     ({"anchor_fraction": 1.0}, InvalidParameterError, "anchor_fraction"),
     ({"bounds": "box"}, InvalidParameterError, "bounds"),
 ])

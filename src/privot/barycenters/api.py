@@ -30,7 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from privot._validation import check_delta, check_epsilon, check_int, check_points
+from privot._validation import (
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_points,
+    check_weights,
+)
 from privot.barycenters.coresets import (
     PrivateCoreset,
     coreset_from_leaf_counts,
@@ -52,6 +58,7 @@ from privot.ot import (
     solution_weights,
     support_points,
 )
+from privot.ot._barycenter_steps import check_measures
 from privot.ot._common import as_generator
 from privot.privacy import accounting
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender
@@ -77,26 +84,6 @@ def default_projection_dim(n: int, d: int, *, p: float = 2, gamma: float = 0.5,
     return dp if dp < d else None
 
 
-def _check_groups(groups: object, bounds: PublicBounds) -> list[np.ndarray]:
-    if isinstance(groups, np.ndarray):
-        groups = [groups]
-    try:
-        items = list(groups)  # type: ignore[arg-type]
-    except TypeError as exc:
-        raise InvalidDataError("groups must be a sequence of (n_i, d) arrays") from exc
-    if not items:
-        raise InvalidDataError("groups is empty; at least one group of points is needed")
-    out = []
-    for i, g in enumerate(items):
-        arr = np.asarray(g, dtype=np.float64) if not isinstance(g, np.ndarray) else g
-        if arr.size == 0:
-            raise InvalidDataError(f"groups[{i}] is empty; every group needs at least one point")
-        arr = check_points(arr, f"groups[{i}]")
-        if arr.shape[1] != bounds.dim:
-            raise InvalidDataError(
-                f"groups[{i}] has dimension {arr.shape[1]} but bounds has {bounds.dim}")
-        out.append(arr)
-    return out
 
 
 def _sample_budget(epsilon: float, delta: float, sizes: list[int],
@@ -225,7 +212,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     p : float
         Order of the Wasserstein cost, ``>= 1``.
     group_weights : sequence of float, optional
-        :math:`\beta_i`, default ``1/k``.
+        :math:`\beta_i` (normalised to sum to one), default ``1/k``.
     population_size : int or sequence of int, optional
         Size of the population each group was sampled from uniformly without
         replacement (public). The budget is then met on the population by amplification.
@@ -298,7 +285,13 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         if not isinstance(bounds, PublicBounds):
             raise InvalidParameterError("bounds", bounds,
                                         "a privot.barycenters.PublicBounds")
-        raw = _check_groups(groups, bounds)
+        if isinstance(groups, np.ndarray) and groups.ndim == 2:
+            groups = [groups]  # one group (k = 1)
+        raw, _, beta = check_measures(groups, None, group_weights, name="groups")
+        for i, g in enumerate(raw):
+            if g.shape[1] != bounds.dim:
+                raise InvalidDataError(
+                    f"groups[{i}] has dimension {g.shape[1]} but bounds has {bounds.dim}")
         sizes = [len(g) for g in raw]
         group_keys = list(range(len(raw)))
     k = len(sizes)
@@ -316,14 +309,8 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         dlt = check_delta(delta, allow_zero=False)
     if not (isinstance(p, (int, float)) and not isinstance(p, bool) and p >= 1):
         raise InvalidParameterError("p", p, "a number >= 1")
-    if group_weights is None:
-        beta = np.full(k, 1.0 / k)
-    else:
-        beta = np.asarray(group_weights, dtype=np.float64)
-        if (beta.shape != (k,) or not np.all(np.isfinite(beta)) or np.any(beta < 0)
-                or not math.isclose(float(beta.sum()), 1.0, rel_tol=1e-9)):
-            raise InvalidParameterError("group_weights", group_weights,
-                                        f"{k} non-negative numbers summing to 1")
+    if raw is None:  # leaf counts: the weights are validated here
+        beta = check_weights(group_weights, k, "group_weights")
     if calibration not in CALIBRATIONS:
         raise InvalidParameterError("calibration", calibration, f"one of {CALIBRATIONS}")
     if not (0 < anchor_fraction < 1):

@@ -58,6 +58,7 @@ from privot._validation import (
 )
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.ot import optimal_plan
+from privot.ot._barycenter_steps import check_measures
 from privot.ot._common import as_generator
 from privot.privacy import accounting
 from privot.privacy.mechanisms import gaussian_mechanism, gaussian_sigma
@@ -251,16 +252,6 @@ class PerturbationRelease:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-def _check_groups(groups: Sequence[np.ndarray]) -> list[np.ndarray]:
-    if isinstance(groups, np.ndarray) or len(groups) == 0:
-        raise InvalidDataError("groups must be a non-empty sequence of (n_i, d) arrays")
-    out = [check_points(g, f"groups[{i}]") for i, g in enumerate(groups)]
-    d = out[0].shape[1]
-    for i, g in enumerate(out):
-        if g.shape[1] != d:
-            raise InvalidDataError(
-                f"groups[{i}] has dimension {g.shape[1]}, groups[0] has {d}; all must match")
-    return out
 
 
 def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, epsilon: float,
@@ -285,7 +276,7 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
     iterations : int
         Number :math:`T` of noisy steps.
     group_weights : (k,) array, optional
-        :math:`\beta_i`, default ``1/k``.
+        :math:`\beta_i` (normalised to sum to one), default ``1/k``.
     calibration : {"analytic", "classic"}
         ``"analytic"`` (default): :math:`T` steps of :math:`\sigma = \Delta\sqrt T/\mu`
         where :math:`\mu` is the GDP parameter of :math:`(\varepsilon, \delta)`
@@ -312,7 +303,7 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
     Unit: one point of one group; relation: replace one point
     (:attr:`Neighbouring.REPLACE_ONE`, paper 000 Def. 4); group sizes are public.
     """
-    gs = _check_groups(groups)
+    gs, _, beta = check_measures(groups, None, group_weights, name="groups")
     k = len(gs)
     a0 = check_points(anchor, "anchor")
     m, d = a0.shape
@@ -324,13 +315,6 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
     T = check_int(iterations, "iterations", minimum=1)
     if calibration not in CALIBRATIONS:
         raise InvalidParameterError("calibration", calibration, f"one of {CALIBRATIONS}")
-    if group_weights is None:
-        beta = np.full(k, 1.0 / k)
-    else:
-        beta = np.asarray(group_weights, dtype=np.float64)
-        if beta.shape != (k,) or np.any(beta < 0) or not np.isclose(beta.sum(), 1.0):
-            raise InvalidParameterError("group_weights", group_weights,
-                                        f"{k} non-negative numbers summing to 1")
     if projection is not None:
         projection = np.asarray(projection, dtype=np.float64)
         if projection.ndim != 2 or projection.shape[1] != d:

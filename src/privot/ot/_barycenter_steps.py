@@ -38,32 +38,33 @@ _EMD_MAX_ITER = 1_000_000
 # ----------------------------------------------------------------------------- validation
 
 def check_measures(measures: object, measure_weights: object | None = None,
-                   group_weights: object | None = None
+                   group_weights: object | None = None, *, name: str = "measures"
                    ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
     """Validate ``k >= 1`` point clouds of a common dimension, their weights and ``beta``.
 
     Returns the clouds ``(n_i, d)``, the weights (each summing to one) and the group
-    weights :math:`\\beta` (summing to one; uniform ``1/k`` by default).
+    weights :math:`\\beta` (normalised to sum to one; uniform ``1/k`` by default).
+    ``name`` is the caller's name for ``measures`` in error messages.
     """
     if isinstance(measures, np.ndarray) and measures.ndim == 2:
         raise InvalidDataError(
-            "measures must be a sequence of k point clouds (n_i, d), got a single 2-D array "
+            f"{name} must be a sequence of k point clouds (n_i, d), got a single 2-D array "
             f"of shape {measures.shape}; wrap it in a list for k = 1")
     try:
         items = list(measures)  # type: ignore[call-overload]
     except TypeError as exc:
         raise InvalidDataError(
-            f"measures must be a sequence of (n_i, d) arrays, got {type(measures).__name__}"
+            f"{name} must be a sequence of (n_i, d) arrays, got {type(measures).__name__}"
         ) from exc
     if not items:
-        raise InvalidDataError("measures is empty (k = 0); at least one measure is needed")
-    clouds = [check_points(x, f"measures[{i}]") for i, x in enumerate(items)]
+        raise InvalidDataError(f"{name} is empty (k = 0); at least one is needed")
+    clouds = [check_points(x, f"{name}[{i}]") for i, x in enumerate(items)]
     d = clouds[0].shape[1]
     for i, x in enumerate(clouds):
         if x.shape[1] != d:
             raise InvalidDataError(
-                f"all measures must have the same dimension d; measures[0] has d={d} "
-                f"but measures[{i}] has shape {x.shape}")
+                f"all {name} must have the same dimension d; {name}[0] has d={d} "
+                f"but {name}[{i}] has shape {x.shape}")
     k = len(clouds)
     if measure_weights is None:
         weights = [np.full(x.shape[0], 1.0 / x.shape[0]) for x in clouds]
@@ -71,7 +72,7 @@ def check_measures(measures: object, measure_weights: object | None = None,
         mw = list(measure_weights)  # type: ignore[call-overload]
         if len(mw) != k:
             raise InvalidDataError(
-                f"measure_weights has {len(mw)} entries but there are k={k} measures")
+                f"measure_weights has {len(mw)} entries but there are k={k} {name}")
         weights = [check_weights(w, x.shape[0], f"measure_weights[{i}]")
                    for i, (w, x) in enumerate(zip(mw, clouds, strict=True))]
     beta = check_weights(group_weights, k, "group_weights")
