@@ -390,3 +390,20 @@ def test_bad_input_allowed_values_are_stated():
     with pytest.raises(InvalidParameterError) as info:
         free_support_barycenter(_X, m=99, rng=0)
     assert info.value.allowed == "an integer >= 1 and <= 7"
+
+
+def test_repeated_points_are_merged_without_changing_the_measure():
+    rng = np.random.default_rng(42)
+    places = rng.uniform(-0.4, 0.4, size=(30, 2))
+    idx = rng.integers(0, 30, 3000)
+    multiset = places[idx]
+    counts = np.bincount(idx, minlength=30).astype(float)
+    keep = counts > 0
+    support = rng.uniform(-0.3, 0.3, size=(5, 2))
+    a = barycenter_cost([multiset], support)
+    b = barycenter_cost([places[keep]], support, measure_weights=[counts[keep]])
+    assert a == pytest.approx(b, rel=1e-12)
+    fit = free_support_barycenter([multiset], init=support, method="exact")
+    fit_w = free_support_barycenter([places[keep]], init=support, method="exact",
+                                    measure_weights=[counts[keep]])
+    assert fit.cost == pytest.approx(fit_w.cost, rel=1e-9)

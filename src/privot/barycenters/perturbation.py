@@ -79,11 +79,12 @@ CALIBRATIONS = ("analytic", "classic")
 
 
 #: The constant of paper 001's Theta(...) for k'* (Thm 8 leaves it open). Measured on
-#: population-weighted US places (k = 1, m = 48, eps = 1 on the population, n = 2,000 and
-#: 20,000): the cost is lowest near k' = 100 and 300, i.e. c ~ 11 and 16; with c = 1 the
-#: noise dominates (cost 40-50x the non-private one). The paper's own US choice,
-#: k' = 1000 at n = 200,000, corresponds to c ~ 60.
-SPLITS_CONSTANT = 10.0
+#: population-weighted US places (k = 1, m = 48, eps = 1 on the population): the cost is
+#: lowest near k' = 100 at n = 2,000 (c ~ 11), near 300 at n = 20,000 (c ~ 16), and
+#: k' = 1000 beats k' = 283 at n = 200,000 (c > 35; benchmarks/results/barycenter_us.json).
+#: With c = 1 the noise dominates (cost 40-50x the non-private one). c = 20 is the
+#: compromise; pass ``splits=`` to choose.
+SPLITS_CONSTANT = 20.0
 
 
 def recommended_splits(n: int, *, m: int, d: int, epsilon: float, delta: float, k: int,

@@ -38,6 +38,7 @@ from privot.ot._barycenter_steps import (
     exact_cost,
     exact_plans,
     is_collapsed,
+    merge_duplicates,
     plans_cost,
     squared_displacement,
     support_update,
@@ -109,6 +110,8 @@ def _initial_support(pooled: np.ndarray, mass: np.ndarray, m: int,
         if total <= 0:  # fewer distinct points than atoms: draw from the mass
             prob = mass * (~np.isin(np.arange(pooled.shape[0]), chosen))
             total = float(prob.sum())
+        if total <= 0:  # every distinct point already chosen: repeat one by its mass
+            prob, total = mass, float(mass.sum())
         nxt = int(rng.choice(pooled.shape[0], p=prob / total))
         chosen.append(nxt)
         d2 = np.minimum(d2, np.sum((pooled - pooled[nxt]) ** 2, axis=1))
@@ -216,8 +219,9 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
     n_polish = DEFAULT_POLISH if polish is None else check_int(polish, "polish", minimum=0)
     if method.startswith("pot-") and pp != 2:
         raise InvalidParameterError("p", p, f"2 for method={method!r} (POT's solvers)")
+    n_total = sum(x.shape[0] for x in clouds)
+    clouds, weights = merge_duplicates(clouds, weights)
     pooled = np.concatenate(clouds)
-    n_total = pooled.shape[0]
     if init is None:
         if m is None:
             raise InvalidParameterError("m", m, "an integer >= 1 when init is not given")

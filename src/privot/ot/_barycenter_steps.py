@@ -33,6 +33,10 @@ from privot.ot._exact import _check_log, _cost
 __all__ = ["solution_weights", "support_points", "barycenter_cost"]
 
 _EMD_MAX_ITER = 1_000_000
+#: The network simplex's iteration cap grows with the problem: at least this many
+#: iterations per entry of the ``n x m`` cost matrix (200,000 points x 48 atoms needed
+#: more than the fixed 10^6).
+_EMD_ITER_PER_ENTRY = 20
 
 
 # ----------------------------------------------------------------------------- validation
@@ -92,11 +96,32 @@ def check_support(support: object, d: int, name: str = "support") -> np.ndarray:
 
 def exact_plan(a: np.ndarray, b: np.ndarray, cost: np.ndarray) -> np.ndarray:
     """``ot.emd`` with its result code checked (ConvergenceError if not optimal)."""
+    cap = max(_EMD_MAX_ITER, _EMD_ITER_PER_ENTRY * a.size * b.size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        plan, log = ot.emd(a, b, cost, numItermax=_EMD_MAX_ITER, log=True)
-    _check_log(log, _EMD_MAX_ITER)
+        plan, log = ot.emd(a, b, cost, numItermax=cap, log=True)
+    _check_log(log, cap)
     return np.asarray(plan)
+
+
+def merge_duplicates(clouds: Sequence[np.ndarray], weights: Sequence[np.ndarray]
+                     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The same measures with repeated points merged (their weights summed).
+
+    A multiset such as people drawn with replacement from places has far fewer distinct
+    points than rows; every transport problem shrinks accordingly and its value is
+    unchanged (the measure is the same).
+    """
+    out_x, out_w = [], []
+    for x, w in zip(clouds, weights, strict=True):
+        uniq, inverse = np.unique(x, axis=0, return_inverse=True)
+        if uniq.shape[0] == x.shape[0]:
+            out_x.append(x)
+            out_w.append(w)
+            continue
+        out_x.append(uniq)
+        out_w.append(np.bincount(inverse.reshape(-1), weights=w, minlength=uniq.shape[0]))
+    return out_x, out_w
 
 
 def exact_plans(clouds: Sequence[np.ndarray], weights: Sequence[np.ndarray],
@@ -211,6 +236,7 @@ def barycenter_cost(measures: Sequence[np.ndarray], support: np.ndarray, *,
     s = check_support(support, clouds[0].shape[1])
     b = _support_weights(support_weights, s.shape[0])
     pp = check_p(p)
+    clouds, weights = merge_duplicates(clouds, weights)
     return exact_cost(clouds, weights, beta, s, b, pp)
 
 
