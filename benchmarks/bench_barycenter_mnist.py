@@ -46,19 +46,14 @@ change the 10 runs per setting).
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
-import math
 import platform
-import re
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
-import privot.barycenters.api as _api
+from _common import git_state, t_interval
 from privot.barycenters import PublicBounds, evaluate_barycenter, private_barycenter
 from privot.barycenters.coresets import default_depth, scaled_shrink_factor
 from privot.barycenters.evaluation import barycenter_w2
@@ -79,45 +74,11 @@ QUICK = {"runs": 1, "n": [50, 100], "variants": ["scaled", "uniform", "centre-fi
 VARIANT_CODES = {"scaled": 1, "uniform": 2, "centre-first": 3, "nonprivate": 4}
 
 
-def _jl_workaround() -> bool:
-    """Work around the ``gaussian_jl_matrix`` call-signature bug in
-    ``privot.barycenters.api`` if present (see ``bench_barycenter_synthetic.py``).
-    Returns True when the shim was needed."""
-    orig = _api.gaussian_jl_matrix
-    params = inspect.signature(orig).parameters
-    buggy = re.search(r"gaussian_jl_matrix\(d, (projection_dim|dp)\b", inspect.getsource(_api))
-    if buggy and "dim" in params and params["dim"].kind is inspect.Parameter.KEYWORD_ONLY:
-        def shim(d, dim=None, *, rng, **kw):
-            return orig(d, dim=kw.pop("dim", dim), rng=rng)
-        _api.gaussian_jl_matrix = shim
-        return True
-    return False
 
 
 
-def _git_state() -> str:
-    """HEAD commit of the repository (and '+dirty' when src/ differs from it)."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "src"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
 
 
-def t_interval(values: list[float]) -> dict:
-    arr = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
-    n = int(arr.size)
-    if n == 0:
-        return {"mean": None, "ci_low": None, "ci_high": None, "n": 0}
-    mean = float(arr.mean())
-    if n == 1:
-        return {"mean": mean, "ci_low": None, "ci_high": None, "n": 1}
-    half = float(stats.t.ppf(0.975, n - 1) * arr.std(ddof=1) / math.sqrt(n))
-    return {"mean": mean, "ci_low": mean - half, "ci_high": mean + half, "n": n}
 
 
 def centre_first_permutation() -> np.ndarray:
@@ -390,7 +351,6 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     stem = "barycenter_mnist" + ("_quick" if args.quick else "")
     path = RESULTS / f"{stem}.json"
-    shim = _jl_workaround()
     scale = 1.0 / (PIXEL_MAX * SIDE)
     out = {
         "description": "paper 000 App. F (Figs. 7-8) / paper 001 Fig. 12 with privot on the "
@@ -401,10 +361,10 @@ def main() -> None:
                      "bounds": "PublicBounds.box(0, 255) per pixel",
                      "coreset_size": "n (the group size; the paper's subsampling)",
                      "sweeps": cfg, "runs_per_setting": cfg["runs"], "quick": args.quick,
-                     "seed": SEED, "jl_signature_workaround_applied": shim,
+                     "seed": SEED,
                      "cost_units": "grey levels squared ('cost'); *_unit: unit coordinates"},
         "environment": {"python": platform.python_version(), "numpy": np.__version__,
-                        "machine": platform.machine(), "privot_git": _git_state()},
+                        "machine": platform.machine(), "privot_git": git_state()},
         "runs": [],
     }
     examples = run_all(cfg, out, path, scale)

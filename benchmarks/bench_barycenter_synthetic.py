@@ -39,19 +39,14 @@ change the 30 runs per setting).
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
-import math
 import platform
-import re
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
-import privot.barycenters.api as _api
+from _common import git_state, t_interval
 from privot.barycenters import PublicBounds, evaluate_barycenter, private_barycenter
 from privot.datasets.synthetic import gaussian_mixture_r10
 from privot.errors import ConvergenceError
@@ -75,53 +70,14 @@ METHOD_CODES = {"nonprivate": 0, "jl": 1, "nojl": 2, "origin": 3}
 # -- library work-around ---------------------------------------------------------------
 
 
-def _jl_workaround() -> bool:
-    """Work around a call-signature bug in ``privot.barycenters.api`` if it is present.
-
-    ``_coreset_barycenter`` (and the perturbation branch) call
-    ``gaussian_jl_matrix(d, projection_dim, rng=...)`` but ``privot.ot.gaussian_jl_matrix``
-    is ``(d, *, dim, rng)``: every call with a JL projection raises ``TypeError``. The
-    shim passes the target dimension by keyword; the matrix is the library's own
-    (same distribution, same random stream). Returns True when the shim was needed.
-    """
-    orig = _api.gaussian_jl_matrix
-    params = inspect.signature(orig).parameters
-    buggy = re.search(r"gaussian_jl_matrix\(d, (projection_dim|dp)\b", inspect.getsource(_api))
-    if buggy and "dim" in params and params["dim"].kind is inspect.Parameter.KEYWORD_ONLY:
-        def shim(d, dim=None, *, rng, **kw):
-            return orig(d, dim=kw.pop("dim", dim), rng=rng)
-        _api.gaussian_jl_matrix = shim
-        return True
-    return False
 
 
 # -- helpers ---------------------------------------------------------------------------
 
 
 
-def _git_state() -> str:
-    """HEAD commit of the repository (and '+dirty' when src/ differs from it)."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "src"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
 
 
-def t_interval(values: list[float]) -> dict:
-    arr = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
-    n = int(arr.size)
-    if n == 0:
-        return {"mean": None, "ci_low": None, "ci_high": None, "n": 0}
-    mean = float(arr.mean())
-    if n == 1:
-        return {"mean": mean, "ci_low": None, "ci_high": None, "n": 1}
-    half = float(stats.t.ppf(0.975, n - 1) * arr.std(ddof=1) / math.sqrt(n))
-    return {"mean": mean, "ci_low": mean - half, "ci_high": mean + half, "n": n}
 
 
 def atom_stats(support: np.ndarray) -> dict:
@@ -419,7 +375,6 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     stem = "barycenter_synthetic" + ("_quick" if args.quick else "")
     path = RESULTS / f"{stem}.json"
-    shim = _jl_workaround()
     out = {
         "description": "paper 000 Fig. 2 / paper 001 Fig. 4 with privot (seeded, not for "
                        "publication)",
@@ -432,10 +387,9 @@ def main() -> None:
                       "'polish0' sweep", "defaults": DEFAULTS, "sweeps": cfg,
             "runs_per_setting": cfg["runs"], "quick": args.quick, "seed": SEED,
             "cost_units": "unit coordinates (data in the ball of radius 1/2)",
-            "jl_signature_workaround_applied": shim,
         },
         "environment": {"python": platform.python_version(), "numpy": np.__version__,
-                        "machine": platform.machine(), "privot_git": _git_state()},
+                        "machine": platform.machine(), "privot_git": git_state()},
         "runs": [],
     }
     run_all(cfg, out, path)

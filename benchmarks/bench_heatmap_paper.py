@@ -57,9 +57,9 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 from tqdm import tqdm
 
+from _common import t_interval
 from privot.datasets.real import (
     UNISS_IMAGE_HEIGHT,
     UNISS_IMAGE_WIDTH,
@@ -138,16 +138,6 @@ def _area_bounds(index: int) -> tuple[float, float, float, float]:
             BOX[2] + (row + 1) * h)
 
 
-def _t_interval(values: list[float]) -> dict:
-    arr = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
-    n = int(arr.size)
-    if n == 0:
-        return {"mean": None, "ci_low": None, "ci_high": None, "n": 0}
-    mean = float(arr.mean())
-    if n == 1:
-        return {"mean": mean, "ci_low": None, "ci_high": None, "n": 1}
-    half = float(stats.t.ppf(0.975, n - 1) * arr.std(ddof=1) / math.sqrt(n))
-    return {"mean": mean, "ci_low": mean - half, "ci_high": mean + half, "n": n}
 
 
 class Runner:
@@ -213,7 +203,7 @@ def aggregate(records: list[dict]) -> dict:
         row = {"section": section, "eps": eps, "n": n, "delta": delta, "method": method,
                "runs": len(rs)}
         for m in METRICS + EXTRAS:
-            row[m] = _t_interval([r[m] for r in rs])
+            row[m] = t_interval([r[m] for r in rs])
         out.append(row)
     return {"rows": out}
 
@@ -420,8 +410,8 @@ def summary(out: dict, cfg: dict) -> dict:
             paired = [r["emd"] for r in recs
                       if r["method"] == method and r["delta"] == d and r["trial"] in trials]
             every = [r["emd"] for r in recs if r["method"] == method and r["delta"] == d]
-            by_delta[method][str(d)] = {"paired": _t_interval(paired),
-                                        "all_runs_with_emd": _t_interval(every)}
+            by_delta[method][str(d)] = {"paired": t_interval(paired),
+                                        "all_runs_with_emd": t_interval(every)}
     ours = [by_delta["ours"][str(d)]["paired"]["mean"] for d in deltas]
     lap = [by_delta["laplace"][str(d)]["paired"]["mean"] for d in deltas]
     spread = (max(ours) - min(ours)) / float(np.mean(ours))
@@ -681,7 +671,7 @@ def main(argv: list[str] | None = None) -> dict:
     tsec["emd_worker_seconds"] = float(np.sum(emd_times))
     tsec["emd_count"] = len(emd_times)
     tsec["emd_seconds_by_delta"] = {
-        str(d): _t_interval([r["emd_seconds"] for r in out["runs"]
+        str(d): t_interval([r["emd_seconds"] for r in out["runs"]
                              if r["delta"] == d and r["emd_seconds"] is not None])
         for d in sorted({r["delta"] for r in out["runs"]})}
     out["timings"] = tsec

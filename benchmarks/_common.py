@@ -1,0 +1,38 @@
+"""Helpers shared by the benchmark scripts (run as ``python benchmarks/<script>.py``)."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["git_state", "t_interval"]
+
+
+def t_interval(values: list[float]) -> dict:
+    """Mean and 95% Student-t interval of the finite ``values`` (None and NaN skipped)."""
+    arr = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    n = int(arr.size)
+    if n == 0:
+        return {"mean": None, "ci_low": None, "ci_high": None, "n": 0}
+    mean = float(arr.mean())
+    if n == 1:
+        return {"mean": mean, "ci_low": None, "ci_high": None, "n": 1}
+    half = float(stats.t.ppf(0.975, n - 1) * arr.std(ddof=1) / math.sqrt(n))
+    return {"mean": mean, "ci_low": mean - half, "ci_high": mean + half, "n": n}
+
+
+def git_state() -> str:
+    """HEAD commit of the repository (and '+dirty' when src/ differs from it)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "src"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
