@@ -601,7 +601,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
-    outdir = args.out_dir
+    # a smoke run never overwrites the full results
+    outdir = args.out_dir / "quick" if args.quick else args.out_dir
     outdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     root = np.random.SeedSequence(SEED)
