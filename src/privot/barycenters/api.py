@@ -67,7 +67,10 @@ __all__ = ["METHODS", "default_projection_dim", "private_barycenter"]
 
 METHODS = ("coreset", "perturbation")
 #: Share of the sample budget the perturbation method spends on its coreset anchor.
-DEFAULT_ANCHOR_FRACTION = 0.5
+#: Measured on population-weighted US places (k = 1, m = 48, eps = 1 on the population,
+#: default k', 3 seeds): cost / non-private 1.58 with 0.2, 1.78 with 0.5, 2.0 with 0.8 at
+#: n = 50,000; 3.5, 3.7, 6.2 at n = 5,000.
+DEFAULT_ANCHOR_FRACTION = 0.25
 #: Default cap on each group's coreset size (the paper subsamples its coresets "which
 #: increases cost by a negligible amount, but significantly improves the runtime"):
 #: US places, n = 200,000: cost 2.348 with 50,000 points against 2.353 with all of them,
@@ -235,7 +238,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         Public anchor atoms for ``"perturbation"`` (caller coordinates). Default: a
         private-coreset barycenter bought with ``anchor_fraction`` of the sample epsilon.
     anchor_fraction : float
-        In (0, 1).
+        In (0, 1); default :data:`DEFAULT_ANCHOR_FRACTION` (measured).
     calibration : {"analytic", "classic"}
         Gaussian calibration of ``"perturbation"`` (``"classic"`` is the paper's
         :math:`\sigma^2 = 2m\ln(1.25/\delta)/(\varepsilon k)^2`).
