@@ -3,6 +3,13 @@
 Every error that a caller can cause names the parameter, the value it received and
 what is allowed. The CLI turns the subclasses of :class:`PrivotError` into one line on
 stderr and exit status 2.
+
+Privacy
+-------
+No release happens here. Unit, relation, sensitivity and guarantee belong to the
+mechanisms (``docs/privacy/``). Messages name parameters and public values only; the
+one exception, :class:`BudgetExceededError`, reports budget amounts (public), never
+data. ``epsilon``/``delta`` in the examples are the caller's budget parameters.
 """
 
 from __future__ import annotations

@@ -16,6 +16,12 @@ seeded release is identical whichever engine computed the aggregate.
 step: per-user distributions over a public grid, summed per cell, bit-identical on
 every engine. :func:`coreset_leaf_counts` (module :mod:`~privot.engines.coreset`) is
 the private-coreset step: exact per-(group, leaf) counts of the public binary partition.
+
+Privacy
+-------
+Engines release nothing: their aggregates are exact and curator-only. The capability
+that noises them on the driver states unit, relation, sensitivity and guarantee
+(``docs/privacy/heatmaps.md``, ``docs/privacy/barycenters.md``).
 """
 
 from __future__ import annotations

@@ -35,6 +35,15 @@ Conventions shared by every backend, so that results agree exactly:
 * Integer aggregates (counts and sums of integer columns) are exact on every backend, so
   a step that keeps its data-dependent arithmetic in integers until the final driver-side
   step produces bit-identical output whichever backend ran it.
+
+Privacy
+-------
+Nothing here is private: the backends compute *exact* aggregates (counts, sums) that
+must not be published. Noise is added afterwards, once, on the driver, by the
+capability that states the unit, the neighbouring relation, the sensitivity of the
+aggregate and the guarantee (e.g. ``privot.heatmaps.measure``: user-level, add/remove;
+``privot.barycenters.coresets``: one point, replace-one). A per-row function reads its
+own row only, so one unit's rows change only that unit's contributions.
 """
 
 from __future__ import annotations

@@ -17,6 +17,13 @@ for the current support, then Algorithm 4 for the plans"; they differ in the pla
 * ``"exact"``: exact plans (Algorithm 3, network simplex);
 * ``"pot-sinkhorn"``, ``"pot-exact"``: POT's :func:`ot.bregman.free_support_sinkhorn_barycenter`
   and :func:`ot.lp.free_support_barycenter`, for comparison.
+
+Privacy
+-------
+Non-private numerics (``epsilon`` here is the entropic regularisation). The private
+barycenters call these solvers on already private coresets only (post-processing,
+``privot.barycenters.api``); output perturbation adds noise to its own anchored step,
+whose sensitivity is derived in ``docs/privacy/barycenters.md``, not to these outputs.
 """
 
 from __future__ import annotations

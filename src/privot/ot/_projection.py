@@ -5,6 +5,13 @@ entries preserves every squared pairwise distance of ``n`` points within a facto
 :math:`1 \\pm \\varepsilon` with high probability once :math:`d' = O(\\log n /
 \\varepsilon^2)` (Dasgupta and Gupta, "An elementary proof of a theorem of Johnson
 and Lindenstrauss", 2003). Used by the private-coreset barycenter (paper 000/001, Alg. 2).
+
+Privacy
+-------
+No release and no privacy parameter (``epsilon`` here is the JL distortion). The matrix
+is drawn from public randomness, independently of any data, so projecting private
+outputs is post-processing and projecting a private coreset keeps its guarantee
+(paper 000, Alg. 2 line 1).
 """
 
 from __future__ import annotations
