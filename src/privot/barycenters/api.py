@@ -135,8 +135,14 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
                         p: float, projection_dim: int | None, beta: np.ndarray,
                         solver: dict[str, Any], coreset: dict[str, Any],
                         gen: np.random.Generator | None
-                        ) -> tuple[np.ndarray, dict[str, Any], bool]:
-    """Paper 000 Alg. 2 in unit coordinates; returns (support, diagnostics, secure)."""
+                        ) -> tuple[np.ndarray, dict[str, Any], bool, list[int]]:
+    """Paper 000 Alg. 2 in unit coordinates.
+
+    Returns the support, diagnostics, whether all noise was secure, and the clipped
+    counts per group (curator-only). ``gen`` None: secure noise, and an OS-seeded
+    generator for the public randomness (JL map, solver initialisation).
+    """
+    public = gen if gen is not None else np.random.default_rng()
     t0 = time.perf_counter()
     cores = []
     for i, n in enumerate(sizes):  # Alg. 2 lines 2-5: one eps-DP coreset per group
@@ -156,11 +162,9 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
     proj = None
     if projection_dim is not None and projection_dim < d:
         # Alg. 2 line 1: a data-independent Gaussian JL map
-        proj = gaussian_jl_matrix(d, dim=projection_dim, rng=gen if gen is not None else
-                                  np.random.default_rng())
+        proj = gaussian_jl_matrix(d, dim=projection_dim, rng=public)
     low = pts if proj is None else [x @ proj.T for x in pts]
-    solver_rng = gen if gen is not None else np.random.default_rng()
-    fit = free_support_barycenter(low, m=m, p=p, group_weights=beta, rng=solver_rng,
+    fit = free_support_barycenter(low, m=m, p=p, group_weights=beta, rng=public,
                                   **solver)  # Alg. 2 line 6 (post-processing)
     if proj is None:
         support = fit.support
@@ -174,7 +178,7 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
             "solver_converged": bool(fit.converged), "solver_outer_iterations": fit.n_outer,
             "projection_dim": None if proj is None else int(proj.shape[0]),
             "seconds_coreset": t1 - t0, "seconds_barycenter": t2 - t1}
-    return support, diag, all(c.secure for c in cores)
+    return support, diag, all(c.secure for c in cores), [c.n_clipped for c in cores]
 
 
 def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
@@ -334,6 +338,13 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         dp = dp if dp < d else None
     if coreset_size is not None:
         check_int(coreset_size, "coreset_size", minimum=1)
+    if method == "perturbation":  # checked before anything is charged
+        if anchor is not None:
+            anchor = check_points(anchor, "anchor")
+            if anchor.shape != (mm, d):
+                raise InvalidParameterError("anchor", anchor.shape, f"an ({mm}, {d}) array")
+        if splits is not None:
+            splits = check_int(splits, "splits", minimum=1, maximum=min(sizes))
 
     sample = _sample_budget(eps, dlt, sizes, population_size)
     gen = as_generator(rng) if rng is not None else None
@@ -341,12 +352,8 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         accountant.spend(sample, mechanism=f"private-barycenter-{method}",
                          relation=Neighbouring.REPLACE_ONE,
                          params={"m": mm, "k": k, "population_size": population_size})
-    if raw is not None:
-        units, clipped = zip(*(bounds.to_unit(g) for g in raw), strict=True)
-        make = _coresets_of_points(raw, bounds)
-    else:
-        units, clipped = None, tuple(groups.n_clipped[key] for key in group_keys)
-        make = _coresets_of_counts(groups, group_keys)
+    make = (_coresets_of_points(raw, bounds) if raw is not None
+            else _coresets_of_counts(groups, group_keys))
     solver_kw = {"method": solver, "reg": reg, "n_outer": n_outer, "n_inner": n_inner}
     if polish is not None:
         solver_kw["polish"] = polish
@@ -359,26 +366,23 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                               "group_weights": beta.tolist()}
     t0 = time.perf_counter()
     if method == "coreset":
-        support_u, diag, secure = _coreset_barycenter(
+        support_u, diag, secure, clipped = _coreset_barycenter(
             make, sizes, m=mm, epsilon=sample.epsilon, p=p, projection_dim=dp, beta=beta,
             solver=solver_kw, coreset=coreset_kw, gen=gen)
     else:
+        units, clipped = zip(*(bounds.to_unit(g) for g in raw), strict=True)
         eps_anchor = 0.0
         diag = {}
         secure = True
         if anchor is None:
             eps_anchor = anchor_fraction * sample.epsilon
-            anchor_u, diag, secure = _coreset_barycenter(
+            anchor_u, diag, secure, _ = _coreset_barycenter(
                 make, sizes, m=mm, epsilon=eps_anchor, p=p, projection_dim=dp, beta=beta,
                 solver=solver_kw, coreset=coreset_kw, gen=gen)
         else:
-            a = check_points(anchor, "anchor")
-            if a.shape != (mm, d):
-                raise InvalidParameterError("anchor", a.shape, f"an ({mm}, {d}) array")
-            anchor_u, _ = bounds.to_unit(a)
+            anchor_u, _ = bounds.to_unit(anchor)
         kp = (recommended_splits(min(sizes), m=mm, d=d, epsilon=sample.epsilon - eps_anchor,
-                                 delta=sample.delta, k=k, p=p) if splits is None
-              else check_int(splits, "splits", minimum=1, maximum=min(sizes)))
+                                 delta=sample.delta, k=k, p=p) if splits is None else splits)
         proj = (None if dp is None else
                 gaussian_jl_matrix(d, dim=dp, rng=gen if gen is not None
                                    else np.random.default_rng()))

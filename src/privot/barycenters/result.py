@@ -76,7 +76,8 @@ class BarycenterResult:
                                    references=references, max_points=max_points, rng=rng)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (support as nested lists)."""
+        """JSON-ready summary (support as nested lists); the exact clipped counts go
+        under ``curator_only``, apart from what may be published."""
         return {
             "method": self.method,
             "support": self.support.tolist(),
@@ -85,7 +86,9 @@ class BarycenterResult:
                         "sample_epsilon": self.sample_cost.epsilon,
                         "sample_delta": self.sample_cost.delta,
                         "relation": self.relation.value, "secure": self.secure},
-            "n_clipped": list(self.n_clipped),
             "params": self.params,
             "diagnostics": self.diagnostics,
+            "curator_only": {"warning": "exact counts of the raw data: NOT private, do not "
+                                        "publish",
+                             "n_clipped": list(self.n_clipped)},
         }

@@ -78,7 +78,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="entropic regularisation of the barycenter solver "
                         "(default: %(default)s)")
     p.add_argument("--engine", choices=("local", "spark"), default="local",
-                   help="where the coreset's cell counts run (default: %(default)s)")
+                   help="local: the rows are read once, in memory; spark: the coreset's "
+                        "cell counts run on Spark (coreset method; no data scatter in the "
+                        "PNG) (default: %(default)s)")
     p.add_argument("--sep", default=None, help="text delimiter (default from the suffix)")
     p.add_argument("--output", "-o", default="privot-barycenter", metavar="DIR",
                    help="output folder (default: %(default)s)")
@@ -103,10 +105,11 @@ def _bounds(box: list[float] | None, ball: list[float] | None, d: int):
 
 
 def _read_groups(path: str, columns: list[str], group_column: str | None, sep: str | None,
-                 bounds) -> tuple[list[np.ndarray], list[str], int]:
+                 bounds) -> tuple[list[np.ndarray], list[str], list[int]]:
     """The rows as groups, in memory. A row with a missing or non-finite coordinate is
     kept, at the centre of the bounds, and counted: dropping it would change the public
-    group size the replace-one guarantee relies on (the engines do the same)."""
+    group size the replace-one guarantee relies on (the engines do the same). Returns
+    the groups, their names and the number of such rows per group."""
     from privot.engines import get_backend
 
     backend = get_backend("local")
@@ -119,10 +122,11 @@ def _read_groups(path: str, columns: list[str], group_column: str | None, sep: s
     bad = ~np.all(np.isfinite(x), axis=1)
     x[bad] = bounds.centre
     if group_column is None:
-        return [x], ["all"], int(bad.sum())
+        return [x], ["all"], [int(bad.sum())]
     labels = np.asarray(cols[group_column]).astype(str)
     names = sorted(set(labels.tolist()))
-    return [x[labels == name] for name in names], names, int(bad.sum())
+    return ([x[labels == name] for name in names], names,
+            [int(bad[labels == name].sum()) for name in names])
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -155,8 +159,8 @@ def _run(args: argparse.Namespace) -> int:
         raise InvalidParameterError("--engine", args.engine,
                                     "'local' for --method perturbation (it needs the points)")
     groups: list[np.ndarray] | None = None
-    if args.method == "coreset":
-        # exact leaf counts on the engine (bounded memory locally, or Spark); noise,
+    if args.engine == "spark":
+        # exact leaf counts on Spark (coreset method only, checked above); noise,
         # placement and the barycenter run here on the counts
         from privot.barycenters.coresets import MAX_DEPTH
         from privot.engines import coreset_leaf_counts
@@ -167,9 +171,10 @@ def _run(args: argparse.Namespace) -> int:
                                    sep=args.sep)
         names = [str(key) if key is not None else "all" for key in data.counts]
         sizes = [int(data.n[key]) for key in data.counts]
+        imputed = [0] * len(names)  # the engine already counts them as clipped
     else:
-        groups, names, _ = _read_groups(args.input, columns, args.group_column, args.sep,
-                                        bounds)
+        groups, names, imputed = _read_groups(args.input, columns, args.group_column,
+                                              args.sep, bounds)
         data = groups
         sizes = [len(g) for g in groups]
     for name, size in zip(names, sizes, strict=True):
@@ -187,8 +192,6 @@ def _run(args: argparse.Namespace) -> int:
     notes = [str(w.message) for w in caught]
     for note in notes:
         print(f"privot barycenter: warning: {note}", file=sys.stderr)
-    if groups is None and args.engine == "local" and len(columns) == 2:
-        groups = _read_groups(args.input, columns, args.group_column, args.sep, bounds)[0]
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     header = ",".join(columns + ["weight"])
@@ -204,14 +207,15 @@ def _run(args: argparse.Namespace) -> int:
     summary["columns"] = columns
     summary["groups"] = names
     summary["warnings"] = notes
-    summary["curator_only"] = {
-        "warning": "exact counts of the raw data: NOT private, do not publish",
+    curator = summary["curator_only"]
+    curator.pop("n_clipped")
+    curator.update({
         "rows_per_group": dict(zip(names, sizes, strict=True)),
-        "rows_clipped_per_group": dict(zip(names, result.n_clipped, strict=True)),
+        "rows_clipped_per_group": {name: int(c) + extra for name, c, extra
+                                   in zip(names, result.n_clipped, imputed, strict=True)},
         "note": "rows with a missing or non-finite coordinate are placed at the centre "
                 "of the bounds and counted as clipped",
-    }
-    summary.pop("n_clipped")
+    })
     write_json(out / "release.json", summary)
     c = result.cost
     kind = "pure DP" if c.delta == 0 else f"delta = {c.delta:g}"

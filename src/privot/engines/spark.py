@@ -14,6 +14,7 @@ when the engine is built. Spark 3.5 or later; the ANSI SQL mode may be on or off
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -74,7 +75,12 @@ class SparkBackend:
     def __init__(self, spark: Any = None, *, native: bool = True) -> None:
         sql = _sql()
         if spark is None:
-            spark = sql.SparkSession.getActiveSession() or sql.SparkSession.builder.getOrCreate()
+            spark = sql.SparkSession.getActiveSession()
+        if spark is None:
+            # a session started here runs its Python workers with this interpreter (the
+            # one that has privot), unless the caller chose one
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            spark = sql.SparkSession.builder.getOrCreate()
         elif not isinstance(spark, sql.SparkSession):
             raise InvalidParameterError("spark", type(spark).__name__,
                                         "a pyspark.sql.SparkSession or None")
