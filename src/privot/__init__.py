@@ -16,6 +16,7 @@ cli
 from privot.errors import (
     BudgetExceededError,
     ConvergenceError,
+    DataWarning,
     InvalidDataError,
     InvalidParameterError,
     MissingExtraError,
@@ -27,6 +28,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BudgetExceededError",
     "ConvergenceError",
+    "DataWarning",
     "InvalidDataError",
     "InvalidParameterError",
     "MissingExtraError",

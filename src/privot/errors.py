@@ -21,6 +21,7 @@ __all__ = [
     "BudgetExceededError",
     "MissingExtraError",
     "ConvergenceError",
+    "DataWarning",
 ]
 
 
@@ -52,3 +53,13 @@ class MissingExtraError(PrivotError, ImportError):
 
 class ConvergenceError(PrivotError, RuntimeError):
     """A numerical solver failed (overflow, NaN, no convergence) and says so loudly."""
+
+
+class DataWarning(UserWarning):
+    """A warning about the raw data (most rows clipped or dropped, a likely swap of axes).
+
+    **Curator-only.** Whether it is raised depends on the exact data, so it is not
+    differentially private: privot prints it on stderr and writes it to the
+    ``curator-report.json`` of a command, never into a release. Callers of the library
+    who publish results must treat it the same way.
+    """

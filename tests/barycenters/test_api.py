@@ -216,10 +216,12 @@ def test_bad_data_is_refused():
         private_barycenter([], bounds=BOX, m=2, epsilon=1.0)
     with pytest.raises(InvalidDataError, match="empty"):
         private_barycenter([good, np.zeros((0, 2))], bounds=BOX, m=2, epsilon=1.0)
-    bad = good.copy()
-    bad[3, 1] = np.inf
-    with pytest.raises(InvalidDataError, match="non-finite"):
+    bad = np.full_like(good, np.inf)  # no usable row (one such row: tests/.../unusable)
+    with pytest.raises(InvalidDataError, match="no usable row"):
         private_barycenter([bad], bounds=BOX, m=2, epsilon=1.0)
+    with pytest.raises(InvalidDataError, match="numbers"):
+        private_barycenter([np.array([["a", "b"], ["c", "d"]])], bounds=BOX, m=1,
+                           epsilon=1.0)
     with pytest.raises(InvalidDataError, match="dimension"):
         private_barycenter([np.zeros((10, 3))], bounds=BOX, m=2, epsilon=1.0)
 

@@ -22,7 +22,7 @@ def groups_csv(tmp_path):
         rows.append(pd.DataFrame({"x": pts[:, 0], "y": pts[:, 1], "grp": f"g{g}"}))
     frame = pd.concat(rows, ignore_index=True)
     frame.loc[0, "x"] = 7.0  # clipped to the bounds
-    frame.loc[1, "y"] = np.nan  # kept at the centre of the bounds, counted
+    frame.loc[1, "y"] = np.nan  # unusable: left out, still in the public group size
     path = tmp_path / "groups.csv"
     frame.to_csv(path, index=False)
     return path
@@ -47,11 +47,21 @@ def test_coreset_release_files(groups_csv, tmp_path, capsys):
     assert rel["method"] == "coreset" and rel["groups"] == ["g0", "g1"]
     assert rel["privacy"]["epsilon"] == 1.0 and rel["privacy"]["delta"] == 0.0
     assert rel["privacy"]["relation"] == "replace-one" and rel["privacy"]["secure"] is False
-    cur = rel["curator_only"]
+    assert rel["group_sizes"] == {"g0": 800, "g1": 800}  # public by the relation
+    assert "group labels" in rel["privacy"]["public_by_assumption"]
+    assert "curator_only" not in rel and "seconds" not in json.dumps(rel)
+    assert sorted(rel["publishable_files"]) == ["barycenter.png", "release.json",
+                                                "support.csv"]
+    cur = json.loads((out / "curator-report.json").read_text())
+    assert "NOT differentially private" in cur["warning"]
     assert cur["rows_per_group"] == {"g0": 800, "g1": 800}
-    assert cur["rows_clipped_per_group"] == {"g0": 2, "g1": 0}
+    assert cur["rows_clipped_per_group"] == {"g0": 1, "g1": 0}
+    assert cur["rows_unusable_per_group"] == {"g0": 1, "g1": 0}
+    assert set(cur["seconds"]) == {"read", "release"}
     printed = capsys.readouterr()
     assert "spent epsilon = 1 (pure DP)" in printed.out
+    assert "800" not in printed.out  # exact counts go to stderr only
+    assert "g0: 800 (1 clipped, 1 unusable)" in printed.err
 
 
 def test_perturbation_release_and_same_seed(groups_csv, tmp_path):

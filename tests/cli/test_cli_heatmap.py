@@ -49,9 +49,14 @@ def test_heatmap_writes_release_and_figure(points_csv, tmp_path, capsys):
     assert release["epsilon"] == pytest.approx(1.0)
     assert sum(release["level_epsilons"].values()) <= 1.0 + 1e-12
     assert release["secure"] is False
-    assert release["curator_only"]["n_outside"] == 1
+    assert "curator_only" not in release and "seconds" not in release
+    assert "n_points" not in json.dumps(release) and "warnings" not in release
+    curator = json.loads((out / "curator-report.json").read_text())
+    assert curator["n_outside_or_unusable"] == 1
+    assert set(curator["seconds"]) >= {"aggregate", "total"}
     printed = capsys.readouterr()
     assert "spent epsilon = 1" in printed.out
+    assert "points read" not in printed.out and "points read" in printed.err
     assert "NOT fit for publication" in printed.err
 
 

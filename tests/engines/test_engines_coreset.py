@@ -75,19 +75,27 @@ def test_csv_and_parquet_sources_and_driver_release(tmp_path):
     assert cs.n_clipped == ref.n_clipped
 
 
-def test_no_group_and_unusable_coordinates_are_imputed():
+def test_no_group_and_unusable_rows_are_left_out_but_keep_the_size():
+    """The one rule (privot._usable): a row with a NaN/inf coordinate is in no leaf,
+    counted in n_unusable, and still in the public size n; the driver-side release
+    equals the in-memory mechanism on the same rows."""
     df = _frame(200)[COLS].copy()
     df.loc[3, "a"] = np.nan
     df.loc[5, "c"] = np.inf
     got = coreset_leaf_counts(df, bounds=BOUNDS, depth=DEPTH, coordinate_columns=COLS)
     assert list(got.counts) == [None] and got.n[None] == 200
-    fixed = df.to_numpy().copy()
-    fixed[[3, 5]] = BOUNDS.centre
-    unit, nc = BOUNDS.to_unit(fixed)
+    assert got.n_unusable[None] == 2
+    kept = df.drop(index=[3, 5]).to_numpy()
+    unit, nc = BOUNDS.to_unit(kept)
     ids, cnt = np.unique(leaf_index(unit, cell_box=BOUNDS.cell_box(), depth=DEPTH),
                          return_counts=True)
+    np.testing.assert_array_equal(got.counts[None][0], ids)
     np.testing.assert_array_equal(got.counts[None][1], cnt)
-    assert got.n_clipped[None] == nc + 2
+    assert got.n_clipped[None] == nc
+    cs = got.coreset(None, epsilon=1.0, rng=4)
+    ref = private_coreset(df.to_numpy(), bounds=BOUNDS, epsilon=1.0, depth=DEPTH, rng=4)
+    np.testing.assert_array_equal(cs.points, ref.points)
+    assert cs.n == ref.n == 200
 
 
 @pytest.mark.parametrize("kwargs,name", [

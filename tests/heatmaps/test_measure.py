@@ -84,16 +84,28 @@ def test_users_with_no_point_inside_contribute_nothing():
 
 
 @pytest.mark.parametrize("users,x,y,match", [
-    (np.array([1.0, np.nan]), [0.1, 0.2], [0.1, 0.2], "user_ids has NaN"),
-    (np.array(["a", None], dtype=object), [0.1, 0.2], [0.1, 0.2], "missing values"),
     (np.array([1, 2, 3]), [0.1, 0.2], [0.1, 0.2], "user_ids has 3 values"),
-    (np.array([1, 2]), [0.1, np.nan], [0.1, 0.2], "x has 1 non-finite"),
-    (np.array([1, 2]), [0.1, 0.2], [0.1, np.inf], "y has 1 non-finite"),
+    (np.array([1, 2]), [0.1, 0.2], [0.1, 0.2, 0.3], "y has 3 values"),
     (np.array([[1, 2]]), [0.1, 0.2], [0.1, 0.2], "1-D"),
 ])
 def test_user_distributions_sum_refuses_bad_data(users, x, y, match):
     with pytest.raises(InvalidDataError, match=match):
         user_distributions_sum(users, np.array(x), np.array(y), Grid((0, 1, 0, 1), 2))
+
+
+@pytest.mark.parametrize("users,x,y", [
+    (np.array([1.0, np.nan, 3.0]), [0.1, 0.2, 0.3], [0.1, 0.2, 0.3]),
+    (np.array(["a", None, "c"], dtype=object), [0.1, 0.2, 0.3], [0.1, 0.2, 0.3]),
+    (np.array([1, 2, 3]), [0.1, np.nan, 0.3], [0.1, 0.2, 0.3]),
+    (np.array([1, 2, 3]), [0.1, 0.2, 0.3], [0.1, np.inf, 0.3]),
+    (np.array([1, 2, 3]), np.array([0.1, "x", 0.3], dtype=object), [0.1, 0.2, 0.3]),
+])
+def test_unusable_rows_are_dropped_and_counted(users, x, y):
+    """The one rule (privot._usable): a missing user id or a missing, non-numeric or
+    non-finite coordinate drops the row, counted with the points outside."""
+    cs = user_distributions_sum(users, np.array(x), np.array(y), Grid((0, 1, 0, 1), 2))
+    assert cs.n_points == 3 and cs.n_outside == 1 and cs.n_users == 2
+    assert cs.sums.sum() == pytest.approx(2.0)
 
 
 def test_user_distributions_sum_needs_a_grid():

@@ -30,6 +30,13 @@ from typing import Any
 
 import numpy as np
 
+from privot._usable import (
+    AXES_HINT,
+    MOSTLY,
+    check_usable,
+    swapped_axes_hint,
+    usable_rows,
+)
 from privot._validation import (
     check_delta,
     check_epsilon,
@@ -58,7 +65,6 @@ from privot.ot import (
     solution_weights,
     support_points,
 )
-from privot.ot._barycenter_steps import check_measures
 from privot.ot._common import as_generator
 from privot.privacy import accounting
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender
@@ -109,9 +115,62 @@ CoresetMaker = Callable[[int, float, dict[str, Any]], PrivateCoreset]
 
 
 def _coresets_of_points(raw: list[np.ndarray], bounds: PublicBounds) -> CoresetMaker:
+    # private_coreset leaves unusable (non-finite) rows out of the counts and keeps them
+    # in the public size n = len(raw[i])
     def make(i: int, epsilon: float, options: dict[str, Any]) -> PrivateCoreset:
         return private_coreset(raw[i], bounds=bounds, epsilon=epsilon, **options)
     return make
+
+
+def _check_groups(groups: Any, bounds: PublicBounds) -> list[np.ndarray]:
+    """``k >= 1`` float ``(n_i, d)`` arrays with ``d == bounds.dim`` and ``n_i >= 1``.
+
+    Non-finite coordinates are allowed here: such rows are unusable
+    (:mod:`privot._usable`), left out of the mechanism, and kept in the public sizes.
+    """
+    if isinstance(groups, np.ndarray) and groups.ndim == 2:
+        groups = [groups]  # one group (k = 1)
+    try:
+        items = list(groups)
+    except TypeError as exc:
+        raise InvalidDataError("groups must be a sequence of (n_i, d) arrays, got "
+                               f"{type(groups).__name__}") from exc
+    if not items:
+        raise InvalidDataError("groups is empty (k = 0); at least one group is needed")
+    out = []
+    for i, g in enumerate(items):
+        try:
+            x = np.asarray(g, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidDataError(f"groups[{i}] must hold numbers (use NaN for a missing "
+                                   "coordinate)") from exc
+        if x.ndim != 2 or x.shape[0] == 0:
+            raise InvalidDataError(f"groups[{i}] must be a non-empty (n, d) array, got "
+                                   f"shape {x.shape}")
+        if x.shape[1] != bounds.dim:
+            raise InvalidDataError(
+                f"groups[{i}] has dimension {x.shape[1]} but bounds has {bounds.dim}")
+        out.append(x)
+    return out
+
+
+def _row_counts(raw: list[np.ndarray], bounds: PublicBounds
+                ) -> tuple[list[np.ndarray], list[int], list[int]]:
+    """Per group: the usable-row mask, unusable rows, usable rows outside the bounds."""
+    usable = [usable_rows(g) for g in raw]
+    outside = [int(np.count_nonzero(bounds.clip(g[u])[1])) for g, u in zip(raw, usable,
+                                                                             strict=True)]
+    return usable, [int(len(u) - u.sum()) for u in usable], outside
+
+
+def _check_usable_groups(names: list[str], sizes: list[int], unusable: list[int],
+                         outside: list[int], hint: Callable[[int], str]) -> None:
+    """Refuse a group with no usable row inside the bounds; warn when most are not
+    (curator decisions, before anything is charged)."""
+    for i, name in enumerate(names):
+        check_usable(n_rows=sizes[i], n_unusable=unusable[i], n_outside=outside[i],
+                     what=f"group {name}", outside="outside the bounds (clipped into them)",
+                     hint=hint(i) if (unusable[i] + outside[i]) > MOSTLY * sizes[i] else "")
 
 
 def _coresets_of_counts(counts: Any, keys: list[Any]) -> CoresetMaker:
@@ -298,14 +357,9 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         if not isinstance(bounds, PublicBounds):
             raise InvalidParameterError("bounds", bounds,
                                         "a privot.barycenters.PublicBounds")
-        if isinstance(groups, np.ndarray) and groups.ndim == 2:
-            groups = [groups]  # one group (k = 1)
-        raw, _, beta = check_measures(groups, None, group_weights, name="groups")
-        for i, g in enumerate(raw):
-            if g.shape[1] != bounds.dim:
-                raise InvalidDataError(
-                    f"groups[{i}] has dimension {g.shape[1]} but bounds has {bounds.dim}")
-        sizes = [len(g) for g in raw]
+        raw = _check_groups(groups, bounds)
+        beta = check_weights(group_weights, len(raw), "group_weights")
+        sizes = [len(g) for g in raw]  # rows, unusable ones included: public
         group_keys = list(range(len(raw)))
     k = len(sizes)
     mm = check_int(m, "m", minimum=1, maximum=min(sizes))
@@ -346,6 +400,19 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         if splits is not None:
             splits = check_int(splits, "splits", minimum=1, maximum=min(sizes))
 
+    # curator decisions on the exact data, made before anything is charged
+    if raw is not None:
+        usable, n_unusable, n_outside = _row_counts(raw, bounds)
+        def hint(i: int) -> str:
+            return swapped_axes_hint(raw[i][usable[i]], lambda x: ~bounds.clip(x)[1])
+    else:
+        n_unusable = [int(groups.n_unusable.get(key, 0)) for key in group_keys]
+        n_outside = [int(groups.n_clipped[key]) for key in group_keys]
+        def hint(i: int) -> str:
+            return AXES_HINT
+    _check_usable_groups([repr(key) for key in group_keys], sizes, n_unusable, n_outside,
+                         hint)
+
     sample = _sample_budget(eps, dlt, sizes, population_size)
     gen = as_generator(rng) if rng is not None else None
     if accountant is not None:
@@ -370,7 +437,14 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
             make, sizes, m=mm, epsilon=sample.epsilon, p=p, projection_dim=dp, beta=beta,
             solver=solver_kw, coreset=coreset_kw, gen=gen)
     else:
-        units, clipped = zip(*(bounds.to_unit(g) for g in raw), strict=True)
+        units = []
+        for g, u in zip(raw, usable, strict=True):
+            # unusable rows stay in place (NaN) so that the data-independent split into
+            # parts sees every row index; they contribute nothing
+            unit = np.full_like(g, np.nan)
+            unit[u] = bounds.to_unit(g[u])[0]
+            units.append(unit)
+        clipped = n_outside
         eps_anchor = 0.0
         diag = {}
         secure = True
@@ -406,7 +480,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         support=support, weights=np.full(mm, 1.0 / mm), method=method,
         cost=PrivacyCost(eps, dlt), sample_cost=sample, relation=Neighbouring.REPLACE_ONE,
         secure=secure, bounds=bounds, n_clipped=tuple(int(c) for c in clipped),
-        params=params, diagnostics=diag)
+        n_unusable=tuple(n_unusable), params=params, diagnostics=diag)
 
 
 #: sigma * sqrt(d) above this share of the unit diameter triggers a warning.

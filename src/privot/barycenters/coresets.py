@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from privot._usable import usable_rows
 from privot._validation import check_epsilon, check_int
 from privot.barycenters.geometry import PublicBounds
 from privot.barycenters.regions import Region
@@ -646,7 +647,10 @@ def coreset_from_leaf_counts(leaf_ids: np.ndarray, counts: np.ndarray, n: int | 
         Exact counts of the leaves of the depth-``depth`` partition of
         ``bounds.cell_box()`` (ids as in :func:`leaf_index`); unlisted leaves are empty.
     n : int, optional
-        The public group size; must equal ``counts.sum()`` (default: that sum).
+        The public group size (default ``counts.sum()``); at least ``counts.sum()``. Rows
+        not counted in any leaf are unusable rows (a missing or non-numeric coordinate,
+        :mod:`privot._usable`): they stay in the public size, and the consistency step
+        spreads the root count ``n`` over the noisy leaves.
     bounds : PublicBounds
     epsilon : float
         Total budget > 0.
@@ -676,8 +680,9 @@ def coreset_from_leaf_counts(leaf_ids: np.ndarray, counts: np.ndarray, n: int | 
     if n_pub < 1:
         raise InvalidDataError("the group is empty (counts sum to 0); at least one point "
                                "is needed")
-    if n_pub != total:
-        raise InvalidDataError(f"counts sum to {total} but n={n_pub}")
+    if n_pub < total:
+        raise InvalidDataError(f"counts sum to {total} but n={n_pub}; n is the public "
+                               "group size, at least the number of points counted")
     depth = default_depth(eps, n_pub) if depth is None else _check_depth(depth)
     ids, cnt = _check_leaf_counts(leaf_ids, counts, depth)
     if placement not in PLACEMENTS:
@@ -733,7 +738,10 @@ def private_coreset(points: np.ndarray, *, bounds: PublicBounds, epsilon: float,
     Parameters
     ----------
     points : (n, d) array
-        The group's points in caller units; finite. ``n`` (the group size) is public.
+        The group's points in caller units. ``n`` (the group size, rows) is public. A
+        row with a non-finite coordinate (NaN for a missing value) is unusable: it is
+        left out of the counts and stays in ``n`` (:mod:`privot._usable`); at least one
+        row must be usable.
     bounds : PublicBounds
         Public box or ball (never derived from the data); points outside are clipped.
     epsilon : float
@@ -790,8 +798,19 @@ def private_coreset(points: np.ndarray, *, bounds: PublicBounds, epsilon: float,
     if not isinstance(bounds, PublicBounds):
         raise InvalidParameterError("bounds", bounds, "a privot PublicBounds")
     eps = check_epsilon(epsilon)
-    unit, n_clipped = bounds.to_unit(points)
-    n = unit.shape[0]
+    try:
+        x = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidDataError("points must be numeric (n, d) coordinates; use NaN for a "
+                               "missing value") from exc
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise InvalidDataError(f"points must be a non-empty (n, d) array, got shape {x.shape}")
+    usable = usable_rows(x)
+    if not usable.any():
+        raise InvalidDataError(f"points: none of the {x.shape[0]} rows has finite "
+                               "coordinates; at least one usable row is needed")
+    unit, n_clipped = bounds.to_unit(x[usable])
+    n = x.shape[0]  # the public size counts unusable rows too (replace-one, n public)
     depth = default_depth(eps, n) if depth is None else _check_depth(depth)
     ids = leaf_index(unit, cell_box=bounds.cell_box(), depth=depth)
     leaf, cnt = np.unique(ids, return_counts=True)

@@ -175,7 +175,11 @@ class PublicBounds:
             moved = np.any(out != x, axis=1)
             return out, moved
         diff = x - self.centre
-        norm = np.linalg.norm(diff, axis=1)
+        # scaled norm: a far row (|x| ~ 1e300) must neither overflow nor land at the
+        # centre; it is projected onto the sphere like any other
+        big = np.max(np.abs(diff), axis=1) if diff.size else np.zeros(len(diff))
+        safe = np.where(big > 0, big, 1.0)
+        norm = big * np.linalg.norm(diff / safe[:, None], axis=1)
         moved = norm > self.radius
         out = x.copy()
         if np.any(moved):

@@ -21,7 +21,7 @@ def plot_barycenters(groups: Sequence[np.ndarray], supports: Mapping[str, np.nda
                      group_names: Sequence[str] | None = None, ax: Any = None,
                      title: str | None = None, max_points: int = 20_000,
                      outline: np.ndarray | None = None, xlabel: str = "x",
-                     ylabel: str = "y", rng: int = 0) -> Any:
+                     ylabel: str = "y", rng: int = 0, bounds: Any = None) -> Any:
     """Scatter the groups (light) and each named barycenter support (large markers).
 
     Parameters
@@ -37,6 +37,13 @@ def plot_barycenters(groups: Sequence[np.ndarray], supports: Mapping[str, np.nda
         Drawn into when given; otherwise a new figure.
     outline : (v, 2) array, optional
         A polygon to draw (e.g. the public region used by the coreset).
+    bounds : PublicBounds, optional
+        The public box or ball, drawn and used as the plot's extent.
+
+    Notes
+    -----
+    ``groups`` are raw data: a figure with groups is for the curator. A publishable
+    figure passes ``groups=[]`` and shows only private supports and public geometry.
 
     Returns
     -------
@@ -60,6 +67,8 @@ def plot_barycenters(groups: Sequence[np.ndarray], supports: Mapping[str, np.nda
     if outline is not None:
         ring = np.vstack([outline, outline[:1]])
         ax.plot(ring[:, 0], ring[:, 1], color="grey", lw=0.8)
+    if bounds is not None:
+        _draw_bounds(ax, bounds)
     for j, (label, sup) in enumerate(supports.items()):
         s = np.asarray(sup)
         ax.scatter(s[:, 0], s[:, 1], s=60, marker=_MARKERS[j % len(_MARKERS)],
@@ -67,8 +76,24 @@ def plot_barycenters(groups: Sequence[np.ndarray], supports: Mapping[str, np.nda
                    linewidths=1.5, label=label, zorder=3)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_aspect("equal", adjustable="box" if bounds is not None else "datalim")
     if title:
         ax.set_title(title)
     ax.legend(loc="best", fontsize=8, markerscale=1.0)
     return fig
+
+
+def _draw_bounds(ax: Any, bounds: Any) -> None:
+    """The public box or circle (first two coordinates), with a margin around it."""
+    lo, hi = np.asarray(bounds.lower)[:2], np.asarray(bounds.upper)[:2]
+    if bounds.kind == "box":
+        xs = [lo[0], hi[0], hi[0], lo[0], lo[0]]
+        ys = [lo[1], lo[1], hi[1], hi[1], lo[1]]
+    else:
+        t = np.linspace(0.0, 2.0 * np.pi, 181)
+        xs = bounds.centre[0] + bounds.radius * np.cos(t)
+        ys = bounds.centre[1] + bounds.radius * np.sin(t)
+    ax.plot(xs, ys, color="black", lw=0.8, ls="--", label="public bounds")
+    pad = 0.03 * (hi - lo)
+    ax.set_xlim(lo[0] - pad[0], hi[0] + pad[0])
+    ax.set_ylim(lo[1] - pad[1], hi[1] + pad[1])

@@ -12,7 +12,12 @@ from privot.barycenters.evaluation import evaluate_barycenter
 from privot.barycenters.geometry import PublicBounds
 from privot.privacy.types import Neighbouring, PrivacyCost
 
-__all__ = ["BarycenterResult"]
+__all__ = ["PUBLIC_INPUTS", "BarycenterResult"]
+
+#: What the replace-one guarantee takes as public, said in every release.
+PUBLIC_INPUTS = ("the group labels, the number of groups and each group's size (rows, "
+                 "unusable ones included) are published exactly: replace-one neighbouring "
+                 "keeps them fixed, so the guarantee covers the rows' coordinates only")
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,11 +45,21 @@ class BarycenterResult:
     bounds : PublicBounds
         The public geometry the data were mapped with.
     n_clipped : tuple of int
-        Points clipped to the bounds, per group.
+        **Curator-only.** Usable rows clipped into the bounds, per group (exact).
     params : dict
-        Every setting and calibration value (m, p, depth, d', k', sigma, reg, ...).
+        Every setting and calibration value (m, p, depth, d', k', sigma, reg, ...);
+        public parameters only (group sizes are public by the neighbouring relation).
     diagnostics : dict
-        Sizes and timings (non-private only where stated, e.g. none by default).
+        **Curator-only.** Timings and solver details (``seconds_*`` grow with the data).
+    n_unusable : tuple of int
+        **Curator-only.** Rows with a missing or non-numeric coordinate, per group:
+        left out of the mechanism, kept in the public group sizes.
+
+    Notes
+    -----
+    :meth:`release_dict` is the publishable part (a function of the public parameters
+    and the noisy release only); :meth:`curator_report` holds the exact counts and
+    timings, which must not be published (DESIGN.md, "Publishable output").
     """
 
     support: np.ndarray
@@ -58,6 +73,7 @@ class BarycenterResult:
     n_clipped: tuple[int, ...]
     params: dict[str, Any] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    n_unusable: tuple[int, ...] = ()
 
     @property
     def m(self) -> int:
@@ -75,9 +91,12 @@ class BarycenterResult:
                                    group_weights=self.params.get("group_weights"),
                                    references=references, max_points=max_points, rng=rng)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (support as nested lists); the exact clipped counts go
-        under ``curator_only``, apart from what may be published."""
+    def release_dict(self) -> dict[str, Any]:
+        """The publishable part, JSON-ready: support, weights, guarantee, parameters.
+
+        A function of the public parameters and the noisy release only. It states what
+        the guarantee takes as public: the group labels and sizes are published exactly.
+        """
         return {
             "method": self.method,
             "support": self.support.tolist(),
@@ -85,10 +104,21 @@ class BarycenterResult:
             "privacy": {"epsilon": self.cost.epsilon, "delta": self.cost.delta,
                         "sample_epsilon": self.sample_cost.epsilon,
                         "sample_delta": self.sample_cost.delta,
-                        "relation": self.relation.value, "secure": self.secure},
+                        "unit": "one row (one person in one group)",
+                        "relation": self.relation.value, "secure": self.secure,
+                        "public_by_assumption": PUBLIC_INPUTS},
+            "bounds": {"kind": self.bounds.kind, "lower": self.bounds.lower.tolist(),
+                       "upper": self.bounds.upper.tolist()},
             "params": self.params,
-            "diagnostics": self.diagnostics,
-            "curator_only": {"warning": "exact counts of the raw data: NOT private, do not "
-                                        "publish",
-                             "n_clipped": list(self.n_clipped)},
         }
+
+    def curator_report(self) -> dict[str, Any]:
+        """Exact counts and timings of the raw data: **not private, never publish**."""
+        return {"rows_clipped_per_group": list(self.n_clipped),
+                "rows_unusable_per_group": list(self.n_unusable),
+                "diagnostics": self.diagnostics}
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"release": release_dict(), "curator_only": curator_report()}``: the two
+        audiences apart, for a caller who stores both (publish only ``release``)."""
+        return {"release": self.release_dict(), "curator_only": self.curator_report()}

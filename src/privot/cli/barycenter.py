@@ -4,30 +4,40 @@ Reads a CSV/TSV/Parquet table (one row per person: coordinate columns and, optio
 a group column), releases ``m`` equally weighted support points with the private
 coreset method (paper 000 Alg. 2, epsilon-DP) or output perturbation (paper 000
 Alg. 1 / paper 001 Thm 5 with splitting, (epsilon, delta)-DP) and writes, into the
-output folder:
+output folder (:mod:`privot.cli._output`):
 
-* ``support.csv`` -- the private support points (one row per point, the coordinate
-  columns, weight ``1/m``);
-* ``barycenter.png`` -- the support over a light scatter of the input (2-D data only;
-  the scatter shows raw data: for the curator's eyes, not for publication);
-* ``release.json`` -- what was released and spent (publishable), and, under
-  ``curator_only``, exact counts of the raw data that must **not** be published.
+publishable (the public parameters and the noisy release only)
+    * ``support.csv`` -- the private support points (the coordinate columns, weight
+      ``1/m``);
+    * ``barycenter.png`` -- the private support over the public bounds and region
+      (2-D data only);
+    * ``release.json`` -- what was released, its guarantee and parameters. The group
+      labels and group sizes are in it: they are public by the neighbouring relation.
+
+curator-only (exact statistics of the raw data: never publish)
+    * ``curator-report.json`` -- rows, unusable and clipped rows per group, timings,
+      warnings raised while touching the data;
+    * ``curator-data.png`` -- with ``--plot-data``: the support over the raw rows.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import warnings
+import time
 from pathlib import Path
 
 import numpy as np
 
 from privot._validation import check_epsilon, check_int
-from privot.cli._common import add_seed_argument, positive_float, rng_from_args, write_json
+from privot.cli._common import add_seed_argument, positive_float, rng_from_args
+from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidDataError, InvalidParameterError
 
 __all__ = ["register"]
+
+
+PUBLISHABLE = ("support.csv", "barycenter.png", "release.json")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,14 +46,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "points (papers 000 and 001)",
         description="Release m equally weighted points that minimise the average W_p^p to "
                     "k sensitive groups of points, with differential privacy (unit: one "
-                    "row = one person in one group; replace-one neighbouring).",
-        epilog="Rows outside --bounds are clipped to them and counted (curator-only). "
-               "Exit status: 0 on success, 2 on invalid input.")
+                    "row = one person in one group; replace-one neighbouring). The group "
+                    "labels and the number of rows of each group are NOT protected: they "
+                    "are public by that relation and published exactly in release.json.",
+        epilog="Publishable: support.csv, barycenter.png, release.json. Curator-only, never "
+               "publish: curator-report.json (exact row, unusable and clipped counts, "
+               "timings, data warnings) and, with --plot-data, curator-data.png. Rows "
+               "outside --bounds are clipped to them; rows with a missing or non-numeric "
+               "coordinate are left out and still count in their group's size; a group "
+               "with no usable row inside the bounds is refused before anything is "
+               "charged. Exit status: 0 on success, 2 on invalid input.")
     p.add_argument("input", metavar="INPUT", help="CSV, TSV or Parquet file (or folder)")
     p.add_argument("--columns", default="longitude,latitude", metavar="A,B,...",
                    help="coordinate columns, comma-separated (default: %(default)s)")
     p.add_argument("--group-column", default=None, metavar="NAME",
-                   help="column naming each row's group (default: one group)")
+                   help="column naming each row's group (default: one group). Group labels "
+                        "and sizes are published exactly.")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--bounds", type=positive_float, nargs="+", metavar="V",
                        help="public box, never taken from the data: 2d numbers LOW_1 HIGH_1 "
@@ -68,8 +86,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="JL target dimension, 'auto' (Thm 5.4's order) or 'none' "
                         "(default: %(default)s)")
     p.add_argument("--population-size", type=int, default=None, metavar="N",
-                   help="the rows are a uniform sample of a population of N people per "
-                        "group: the budget is met on the population by amplification")
+                   help="the rows are a uniform sample WITHOUT replacement of a population "
+                        "of N people per group: the budget is met on the population by "
+                        "amplification")
     p.add_argument("--placement", choices=("scaled", "uniform", "centre"), default="scaled",
                    help="coreset points in their cell (default: %(default)s)")
     p.add_argument("--region", choices=("none", "continental-us"), default="none",
@@ -79,11 +98,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default: %(default)s)")
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local: the rows are read once, in memory; spark: the coreset's "
-                        "cell counts run on Spark (coreset method; no data scatter in the "
-                        "PNG) (default: %(default)s)")
+                        "cell counts run on Spark (coreset method) (default: %(default)s)")
+    p.add_argument("--plot-data", action="store_true",
+                   help="also draw the raw rows under the support, into curator-data.png "
+                        "(curator-only: never publish; local engine, 2-D data)")
     p.add_argument("--sep", default=None, help="text delimiter (default from the suffix)")
     p.add_argument("--output", "-o", default="privot-barycenter", metavar="DIR",
-                   help="output folder (default: %(default)s)")
+                   help="output folder, new or empty (default: %(default)s)")
+    p.add_argument("--force", action="store_true",
+                   help="write into an existing non-empty output folder, replacing the "
+                        "files privot writes there")
     add_seed_argument(p)
     p.set_defaults(handler=_run)
 
@@ -104,12 +128,10 @@ def _bounds(box: list[float] | None, ball: list[float] | None, d: int):
     return PublicBounds.ball(ball[:d], ball[d])
 
 
-def _read_groups(path: str, columns: list[str], group_column: str | None, sep: str | None,
-                 bounds) -> tuple[list[np.ndarray], list[str], list[int]]:
-    """The rows as groups, in memory. A row with a missing or non-finite coordinate is
-    kept, at the centre of the bounds, and counted: dropping it would change the public
-    group size the replace-one guarantee relies on (the engines do the same). Returns
-    the groups, their names and the number of such rows per group."""
+def _read_groups(path: str, columns: list[str], group_column: str | None, sep: str | None
+                 ) -> tuple[list[np.ndarray], list[str]]:
+    """The rows as groups, in memory (float; NaN for a missing or non-numeric value: the
+    library leaves such rows out and keeps them in the public group size)."""
     from privot.engines import get_backend
 
     backend = get_backend("local")
@@ -118,15 +140,27 @@ def _read_groups(path: str, columns: list[str], group_column: str | None, sep: s
     cols = backend.collect_to_numpy(data, wanted)
     x = np.column_stack([np.asarray(cols[c], dtype=np.float64) for c in columns])
     if len(x) == 0:
-        raise InvalidDataError(f"{path} has no rows")
-    bad = ~np.all(np.isfinite(x), axis=1)
-    x[bad] = bounds.centre
+        raise InvalidDataError(f"{path} has no rows (a header-only file?); nothing was "
+                               "charged or written")
     if group_column is None:
-        return [x], ["all"], [int(bad.sum())]
+        return [x], ["all"]
     labels = np.asarray(cols[group_column]).astype(str)
     names = sorted(set(labels.tolist()))
-    return ([x[labels == name] for name in names], names,
-            [int(bad[labels == name].sum()) for name in names])
+    return [x[labels == name] for name in names], names
+
+
+def _projection_dim(text: str) -> int | str | None:
+    value = text.lower()
+    if value == "auto":
+        return "auto"
+    if value == "none":
+        return None
+    try:
+        dim = int(value)
+    except ValueError as exc:
+        raise InvalidParameterError("--projection-dim", text,
+                                    "an integer >= 1, 'auto' or 'none'") from exc
+    return check_int(dim, "--projection-dim", minimum=1)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -141,99 +175,105 @@ def _run(args: argparse.Namespace) -> int:
     if args.method == "perturbation" and args.delta is None:
         raise InvalidParameterError("--delta", None,
                                     "a number in (0, 1) for --method perturbation")
-    pd_arg = args.projection_dim.lower()
-    projection_dim: int | str | None
-    if pd_arg == "auto":
-        projection_dim = "auto"
-    elif pd_arg == "none":
-        projection_dim = None
-    else:
-        try:
-            projection_dim = int(pd_arg)
-        except ValueError as exc:
-            raise InvalidParameterError("--projection-dim", args.projection_dim,
-                                        "an integer >= 1, 'auto' or 'none'") from exc
-        check_int(projection_dim, "--projection-dim", minimum=1)
+    projection_dim = _projection_dim(args.projection_dim)
     region = continental_us() if args.region == "continental-us" else None
     if args.method == "perturbation" and args.engine != "local":
         raise InvalidParameterError("--engine", args.engine,
                                     "'local' for --method perturbation (it needs the points)")
-    groups: list[np.ndarray] | None = None
-    if args.engine == "spark":
-        # exact leaf counts on Spark (coreset method only, checked above); noise,
-        # placement and the barycenter run here on the counts
-        from privot.barycenters.coresets import MAX_DEPTH
-        from privot.engines import coreset_leaf_counts
+    if args.plot_data and (args.engine != "local" or len(columns) != 2):
+        raise InvalidParameterError("--plot-data", True, "2-D data on the local engine")
+    out = OutputFolder(args.output, command="barycenter", force=args.force,
+                       publishable=PUBLISHABLE)
+    out.check()  # before the data is read or anything charged
 
-        data = coreset_leaf_counts(args.input, bounds=bounds, depth=MAX_DEPTH,
-                                   coordinate_columns=columns,
-                                   group_column=args.group_column, backend=args.engine,
-                                   sep=args.sep)
-        names = [str(key) if key is not None else "all" for key in data.counts]
-        sizes = [int(data.n[key]) for key in data.counts]
-        imputed = [0] * len(names)  # the engine already counts them as clipped
-    else:
-        groups, names, imputed = _read_groups(args.input, columns, args.group_column,
-                                              args.sep, bounds)
-        data = groups
-        sizes = [len(g) for g in groups]
-    for name, size in zip(names, sizes, strict=True):
-        if size < m:
-            raise InvalidParameterError(
-                "--m", m, f"at most the size of the smallest group ({name!r} has {size} rows)")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UserWarning)
+    seconds: dict[str, float] = {}
+    with capture_data_warnings("barycenter") as data_warnings:
+        start = time.perf_counter()
+        groups: list[np.ndarray] | None = None
+        if args.engine == "spark":
+            # exact leaf counts on Spark (coreset method only, checked above); noise,
+            # placement and the barycenter run here on the counts
+            from privot.barycenters.coresets import MAX_DEPTH
+            from privot.engines import coreset_leaf_counts
+
+            data = coreset_leaf_counts(args.input, bounds=bounds, depth=MAX_DEPTH,
+                                       coordinate_columns=columns,
+                                       group_column=args.group_column, backend=args.engine,
+                                       sep=args.sep)
+            names = [str(key) if key is not None else "all" for key in data.counts]
+            sizes = [int(data.n[key]) for key in data.counts]
+        else:
+            groups, names = _read_groups(args.input, columns, args.group_column, args.sep)
+            data = groups
+            sizes = [len(g) for g in groups]
+        seconds["read"] = time.perf_counter() - start
+        for name, size in zip(names, sizes, strict=True):
+            if size < m:  # group sizes are public: refused before anything is charged
+                raise InvalidParameterError(
+                    "--m", m, f"at most the size of the smallest group ({name!r} has "
+                    f"{size} rows)")
         result = private_barycenter(
             data, bounds=None if groups is None else bounds, m=m, epsilon=epsilon,
             delta=args.delta, method=args.method, population_size=args.population_size,
             projection_dim=projection_dim, splits=args.splits, iterations=args.iterations,
             calibration=args.calibration, reg=args.reg, placement=args.placement,
             region=region, rng=rng_from_args(args))
-    notes = [str(w.message) for w in caught]
-    for note in notes:
-        print(f"privot barycenter: warning: {note}", file=sys.stderr)
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
+        seconds["release"] = time.perf_counter() - start - seconds["read"]
+
+    # -- publishable: the public parameters and the noisy release only ------------------
+    out.open()
     header = ",".join(columns + ["weight"])
-    np.savetxt(out / "support.csv", np.column_stack([result.support, result.weights]),
+    np.savetxt(out.public("support.csv"), np.column_stack([result.support, result.weights]),
                delimiter=",", header=header, comments="", fmt="%.10g")
-    wrote = ["support.csv", "release.json"]
     if len(columns) == 2:
-        _write_png(out / "barycenter.png", groups, names, result, columns, region)
-        wrote.insert(1, "barycenter.png")
-    summary = result.to_dict()
-    summary.pop("support")
-    summary.pop("weights")
-    summary["columns"] = columns
-    summary["groups"] = names
-    summary["warnings"] = notes
-    curator = summary["curator_only"]
-    curator.pop("n_clipped")
-    curator.update({
-        "rows_per_group": dict(zip(names, sizes, strict=True)),
-        "rows_clipped_per_group": {name: int(c) + extra for name, c, extra
-                                   in zip(names, result.n_clipped, imputed, strict=True)},
-        "note": "rows with a missing or non-finite coordinate are placed at the centre "
-                "of the bounds and counted as clipped",
-    })
-    write_json(out / "release.json", summary)
+        _write_png(out.public("barycenter.png"), result, columns, region)
+    release = result.release_dict()
+    release.pop("support")
+    release.pop("weights")
+    release.update({"columns": columns, "groups": names,
+                    "group_sizes": dict(zip(names, sizes, strict=True)),
+                    "engine": args.engine})
+    out.write_release(release)
+
+    # -- curator-only: exact statistics of the raw data --------------------------------
+    if args.plot_data:
+        _write_png(out.curator("curator-data.png"), result, columns, region, groups=groups,
+                   names=names)
+    report = result.curator_report()
+    counts = {"rows_per_group": dict(zip(names, sizes, strict=True)),
+              "rows_clipped_per_group": dict(zip(names, report["rows_clipped_per_group"],
+                                                 strict=True)),
+              "rows_unusable_per_group": dict(zip(names, report["rows_unusable_per_group"],
+                                                  strict=True))}
+    out.write_curator_report({**counts, "seconds": seconds,
+                              "diagnostics": report["diagnostics"]}, data_warnings)
+
     c = result.cost
     kind = "pure DP" if c.delta == 0 else f"delta = {c.delta:g}"
     where = " on the population" if args.population_size else ""
-    print(f"privot barycenter: {result.method} method, m = {m}, k = {len(sizes)}; spent "
-          f"epsilon = {c.epsilon:g} ({kind}){where}; unit = one row, replace-one"
-          + ("" if result.secure else "; SEEDED: not for publication"))
-    print(f"wrote {out}/" + f", {out}/".join(wrote))
+    print(f"privot barycenter: {result.method} method, m = {m}, k = {len(sizes)} (group "
+          f"labels and sizes public); spent epsilon = {c.epsilon:g} ({kind}){where}; unit "
+          "= one row, replace-one" + ("" if result.secure else "; SEEDED: not for "
+                                      "publication"))
+    print(out.listing())
+    print("privot barycenter: curator only (not private): rows "
+          + ", ".join(f"{n}: {s} ({cl} clipped, {un} unusable)" for n, s, cl, un in zip(
+              names, sizes, report["rows_clipped_per_group"],
+              report["rows_unusable_per_group"], strict=True)), file=sys.stderr)
     return 0
 
 
-def _write_png(path: Path, groups, names, result, columns, region) -> None:
+def _write_png(path: Path, result, columns, region, *, groups=None, names=None) -> None:
+    """The private support over the public bounds (and region); with ``groups``, over the
+    raw rows too (a curator-only figure)."""
     from privot.barycenters import plot_barycenters
 
     outline = None if region is None else getattr(region, "vertices", None)
+    curator = groups is not None
     fig = plot_barycenters(groups or [], {f"private ({result.method})": result.support},
                            group_names=names, outline=outline, xlabel=columns[0],
-                           ylabel=columns[1],
-                           title=f"private barycenter, m = {result.m}, "
-                                 f"epsilon = {result.cost.epsilon:g}")
+                           ylabel=columns[1], bounds=result.bounds,
+                           title=("CURATOR ONLY (raw rows shown): " if curator else "")
+                           + f"private barycenter, m = {result.m}, "
+                             f"epsilon = {result.cost.epsilon:g}")
     fig.savefig(path, dpi=120, bbox_inches="tight")

@@ -3,25 +3,30 @@
 Reads a CSV/TSV/Parquet table (one row per point: a user id and two coordinates),
 aggregates it on the chosen engine (local, chunked; or Spark), releases the private
 distribution with Algorithms 1 and 2 of paper 002 (or a baseline) and writes, into the
-output folder:
+output folder (:mod:`privot.cli._output`):
 
-* ``distribution.npy`` / ``distribution.csv`` -- the private distribution (Delta x Delta,
-  sums to 1; row 0 is the bottom edge ``y_min``);
-* ``heatmap.npy`` -- its Gaussian-filtered heatmap; ``heatmap.png`` -- a picture;
-* ``release.json`` -- what was released and spent (publishable), and, under
-  ``curator_only``, exact counts of the raw data that must **not** be published.
+publishable (the public parameters and the noisy release only)
+    * ``distribution.npy`` / ``distribution.csv`` -- the private distribution
+      (Delta x Delta, sums to 1; row 0 is the bottom edge ``y_min``);
+    * ``heatmap.npy`` -- its Gaussian-filtered heatmap; ``heatmap.png`` -- a picture;
+    * ``release.json`` -- what was released, its guarantee and parameters.
+
+curator-only (exact statistics of the raw data: never publish)
+    * ``curator-report.json`` -- points read, dropped, users, timings, data warnings.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from privot._validation import check_epsilon
-from privot.cli._common import add_seed_argument, positive_float, rng_from_args, write_json
+from privot.cli._common import add_seed_argument, positive_float, rng_from_args
+from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidParameterError
 
 __all__ = ["register"]
@@ -37,8 +42,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "grid; the sum is measured with the hierarchical Laplace mechanism and "
                     "reconstructed by the sparse-EMD linear program (Ghazi et al., "
                     "Differentially Private Heatmaps).",
-        epilog="Points outside the bounds are dropped and counted (curator-only). Exit "
-               "status: 0 on success, 2 on invalid input.")
+        epilog="Publishable: distribution.npy, distribution.csv, heatmap.npy, heatmap.png, "
+               "release.json. Curator-only, never publish: curator-report.json (exact "
+               "point and user counts, timings, data warnings). Points outside the bounds, "
+               "and rows with a missing user id or a missing or non-numeric coordinate, are "
+               "dropped and counted (curator-only); an input with no usable point inside "
+               "the bounds is refused before anything is charged. Exit status: 0 on "
+               "success, 2 on invalid input.")
     p.add_argument("input", metavar="INPUT", help="CSV, TSV or Parquet file (or folder)")
     p.add_argument("--bounds", type=positive_float, nargs=4, required=True,
                    metavar=("X_MIN", "X_MAX", "Y_MIN", "Y_MAX"),
@@ -69,9 +79,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(Gowalla: user_id,time,latitude,longitude,location_id)")
     p.add_argument("--sep", default=None, help="text delimiter (default from the suffix)")
     p.add_argument("--output", "-o", default="privot-heatmap", metavar="DIR",
-                   help="output folder (default: %(default)s)")
+                   help="output folder, new or empty (default: %(default)s)")
+    p.add_argument("--force", action="store_true",
+                   help="write into an existing non-empty output folder, replacing the "
+                        "files privot writes there")
     add_seed_argument(p)
     p.set_defaults(handler=_run)
+
+
+PUBLISHABLE = ("distribution.npy", "distribution.csv", "heatmap.npy", "heatmap.png",
+               "release.json")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -83,49 +100,48 @@ def _run(args: argparse.Namespace) -> int:
     if args.w < 1:
         raise InvalidParameterError("--w", args.w, "an integer >= 1")
     names = [n.strip() for n in args.names.split(",")] if args.names else None
+    out = OutputFolder(args.output, command="heatmap", force=args.force,
+                       publishable=PUBLISHABLE)
+    out.check()  # before the data is read or anything charged
     rng = rng_from_args(args)
 
-    start = time.perf_counter()
-    sums = aggregate_user_cells(args.input, grid=grid, user_column=args.user_column,
-                                x_column=args.x_column, y_column=args.y_column,
-                                engine=args.engine, sep=args.sep, names=names)
-    t_aggregate = time.perf_counter() - start
-    result = private_heatmap(sums, grid=grid, epsilon=epsilon, w=args.w, gamma=args.gamma,
-                             sigma=args.sigma, method=_METHODS[args.baseline],
-                             threshold=args.threshold, rng=rng)
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    np.save(out / "distribution.npy", result.distribution)
-    np.savetxt(out / "distribution.csv", result.distribution, delimiter=",", fmt="%.9g")
-    np.save(out / "heatmap.npy", result.heatmap)
-    _write_png(out / "heatmap.png", result.heatmap, grid, title=(
+    with capture_data_warnings("heatmap") as data_warnings:
+        start = time.perf_counter()
+        sums = aggregate_user_cells(args.input, grid=grid, user_column=args.user_column,
+                                    x_column=args.x_column, y_column=args.y_column,
+                                    engine=args.engine, sep=args.sep, names=names)
+        t_aggregate = time.perf_counter() - start
+        result = private_heatmap(sums, grid=grid, epsilon=epsilon, w=args.w,
+                                 gamma=args.gamma, sigma=args.sigma,
+                                 method=_METHODS[args.baseline], threshold=args.threshold,
+                                 rng=rng)
+
+    # -- publishable: the public parameters and the noisy release only ------------------
+    out.open()
+    np.save(out.public("distribution.npy"), result.distribution)
+    np.savetxt(out.public("distribution.csv"), result.distribution, delimiter=",",
+               fmt="%.9g")
+    np.save(out.public("heatmap.npy"), result.heatmap)
+    _write_png(out.public("heatmap.png"), result.heatmap, grid, title=(
         f"{'pyramid (paper 002)' if args.baseline == 'none' else args.baseline + ' baseline'}"
         f", epsilon = {epsilon:g}, Delta = {grid.resolution}"))
+    out.write_release({**result.release_dict(), "engine": args.engine})
+
+    # -- curator-only ------------------------------------------------------------------
+    report = result.curator_report()
+    report["seconds"] = {"aggregate": t_aggregate, **report["seconds"]}
+    out.write_curator_report(report, data_warnings)
+
     rel = result.release
-    cur = result.diagnostics.curator_only
-    write_json(out / "release.json", {
-        "method": rel.method, "epsilon": rel.epsilon, "delta": 0.0, "unit": rel.unit,
-        "relation": rel.relation.value, "secure": rel.secure,
-        "level_epsilons": {str(k): v for k, v in rel.level_epsilons.items()},
-        "grid": {"bounds": list(grid.bounds), "resolution": grid.resolution,
-                 "aspect": grid.aspect},
-        "w": rel.w, "gamma": rel.gamma, "sigma": args.sigma, "threshold": rel.threshold,
-        "engine": args.engine, "seconds": {"aggregate": t_aggregate,
-                                           "release": time.perf_counter() - start
-                                           - t_aggregate},
-        "curator_only": {"warning": "exact counts of the raw data: NOT private, do not "
-                                    "publish", "n_users": cur.n_users,
-                         "n_points": cur.n_points, "n_outside": cur.n_outside,
-                         "n_users_empty": cur.n_users_empty},
-    })
     levels = ", ".join(f"{k}: {v:.4g}" for k, v in rel.level_epsilons.items())
     print(f"privot heatmap: spent epsilon = {rel.epsilon:g} (pure DP, unit = user, "
           f"add/remove one user; per level {levels})"
           + ("" if rel.secure else "; SEEDED: not for publication"))
-    print(f"curator only (not private): {cur.n_points} points read, {cur.n_outside} "
-          f"outside the bounds or unusable and dropped, {cur.n_users} users")
-    print(f"wrote {out}/distribution.npy, distribution.csv, heatmap.npy, heatmap.png, "
-          "release.json")
+    print(out.listing())
+    cur = result.diagnostics.curator_only
+    print(f"privot heatmap: curator only (not private): {cur.n_points} points read, "
+          f"{cur.n_outside} outside the bounds or unusable and dropped, {cur.n_users} "
+          "users", file=sys.stderr)
     return 0
 
 

@@ -18,17 +18,19 @@ backend. What reaches the driver is at most ``groups x 2^depth x 2`` rows of int
 
 Rows with a missing, non-numeric, NaN or infinite coordinate
 ---------------------------------------------------------------
-Under the replace-one relation the group sizes are public and every row is a point, so
-such a row is **not dropped** (that would change ``n``): it is imputed at the centre of
-the bounds and counted in ``n_clipped``. The rule reads only the row itself. A missing
-group value is a group of its own (key ``None``), as ``count_per_key`` does.
+The one rule of :mod:`privot._usable`, as on the in-memory path: such a row is
+*unusable*, counted in no leaf and in ``n_unusable`` (curator-only), and it still counts
+in the public group size ``n`` (the replace-one relation keeps group sizes public;
+replacing a usable row by an unusable one changes one leaf count by one, within the
+sensitivity of the level counts). The rule reads only the row itself. A missing group
+value is a group of its own (key ``None``), as ``count_per_key`` does.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,13 +50,17 @@ from privot.errors import InvalidParameterError
 __all__ = ["CoresetLeaf", "CoresetLeafCounts", "coreset_leaf_counts", "leaf_counts_on"]
 
 _LEAF = "_privot_leaf"
-_CLIPPED = "_privot_clipped"
+_CLIPPED = "_privot_clipped"  # row status: 0 inside, 1 clipped, 2 unusable
+_INSIDE, _MOVED, _UNUSABLE = 0, 1, 2
+#: Leaf id of an unusable row (in no leaf).
+_NO_LEAF = -1
 _COUNT = "_privot_count"
 
 
 @dataclass(frozen=True, eq=False)
 class CoresetLeaf(ColumnFunction):
-    """int64 columns: the leaf id of each row and 1 if it was clipped/imputed, else 0."""
+    """int64 columns: the leaf id of each row (-1: unusable) and its status (0 inside the
+    bounds, 1 clipped into them, 2 unusable)."""
 
     bounds: PublicBounds
     depth: int
@@ -78,7 +84,9 @@ class CoresetLeaf(ColumnFunction):
         np.minimum(unit, hi, out=unit)
         leaf = (leaf_index(unit, cell_box=(lo, hi), depth=self.depth) if n
                 else np.empty(0, dtype=np.int64))
-        return {_LEAF: leaf, _CLIPPED: (moved | bad).astype(np.int64)}
+        leaf[bad] = _NO_LEAF
+        status = np.where(bad, _UNUSABLE, np.where(moved, _MOVED, _INSIDE))
+        return {_LEAF: leaf, _CLIPPED: status.astype(np.int64)}
 
 
 @dataclass(frozen=True)
@@ -91,11 +99,15 @@ class CoresetLeafCounts:
         ``{group: (leaf_ids, counts)}``, int64 arrays (non-empty leaves only). Without
         a group column the single key is ``None``.
     n : dict
-        ``{group: number of rows}`` (the group sizes, public by assumption).
+        ``{group: number of rows}`` (the group sizes, public by assumption; unusable
+        rows included).
     n_clipped : dict
-        ``{group: rows clipped into the bounds or imputed}`` (curator diagnostics).
+        ``{group: usable rows clipped into the bounds}`` (curator-only).
     depth : int
     bounds : PublicBounds
+    n_unusable : dict
+        ``{group: rows with a missing or non-numeric coordinate, in no leaf}``
+        (curator-only).
     """
 
     counts: dict[Any, tuple[np.ndarray, np.ndarray]]
@@ -103,6 +115,7 @@ class CoresetLeafCounts:
     n_clipped: dict[Any, int]
     depth: int
     bounds: PublicBounds
+    n_unusable: dict[Any, int] = field(default_factory=dict)
 
     def coreset(self, group: Any = None, *, epsilon: float, **kwargs: Any) -> PrivateCoreset:
         """:func:`~privot.barycenters.coresets.coreset_from_leaf_counts` for one group
@@ -147,17 +160,19 @@ def leaf_counts_on(backend: Backend, source: Any, *, bounds: PublicBounds, depth
     by_group: dict[Any, list[int]] = {}
     for i, g in enumerate(groups):
         by_group.setdefault(g, []).append(i)
-    counts, n, n_clipped = {}, {}, {}
+    counts, n, n_clipped, n_unusable = {}, {}, {}, {}
     for g in sorted(by_group, key=lambda v: (v is None, str(v))):
         idx = np.asarray(by_group[g], dtype=np.int64)
+        n[g] = int(count[idx].sum())
+        n_clipped[g] = int(count[idx][clipped[idx] == _MOVED].sum())
+        n_unusable[g] = int(count[idx][clipped[idx] == _UNUSABLE].sum())
+        idx = idx[leaf[idx] != _NO_LEAF]
         ids, inverse = np.unique(leaf[idx], return_inverse=True)
         cnt = np.zeros(ids.size, dtype=np.int64)
         np.add.at(cnt, inverse.reshape(-1), count[idx])  # exact integer sums
         counts[g] = (ids, cnt)
-        n[g] = int(count[idx].sum())
-        n_clipped[g] = int(count[idx][clipped[idx] == 1].sum())
     return CoresetLeafCounts(counts=counts, n=n, n_clipped=n_clipped, depth=depth,
-                             bounds=bounds)
+                             bounds=bounds, n_unusable=n_unusable)
 
 
 def coreset_leaf_counts(source: Any, *, bounds: PublicBounds, depth: int,

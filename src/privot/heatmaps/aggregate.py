@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privot._validation import check_finite_array, check_int
+from privot._validation import check_int
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.heatmaps.grid import Grid
 
@@ -87,17 +87,34 @@ class CellSums:
         return int(self.sums.shape[0])
 
 
-def _factorise(user_ids: object, n: int) -> tuple[np.ndarray, int]:
+def _coordinates(values: object, name: str) -> np.ndarray:
+    """A 1-D float array; a missing or non-numeric value becomes NaN (an unusable row)."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise InvalidDataError(f"{name} must be a 1-D array, got shape {arr.shape}")
+    if arr.dtype.kind in "iufb":
+        return arr.astype(np.float64)
+    out = np.empty(arr.shape[0], dtype=np.float64)
+    for i, v in enumerate(arr.tolist()):
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            out[i] = np.nan
+    return out
+
+
+def _missing_ids(ids: np.ndarray) -> np.ndarray:
+    """``(n,)`` bool: user ids that are missing (None, NaN, pandas NA)."""
+    if ids.dtype.kind == "f":
+        return ~np.isfinite(ids)
+    if ids.dtype.kind != "O":
+        return np.zeros(ids.shape[0], dtype=bool)
+    return np.fromiter((v is None or v != v or type(v).__name__ == "NAType"
+                        for v in ids.tolist()), dtype=bool, count=ids.shape[0])
+
+
+def _factorise(ids: np.ndarray) -> tuple[np.ndarray, int]:
     """Codes ``0..k-1`` of the distinct user ids, and ``k``."""
-    ids = np.asarray(user_ids)
-    if ids.ndim != 1:
-        raise InvalidDataError(f"user_ids must be a 1-D array, got shape {ids.shape}")
-    if ids.shape[0] != n:
-        raise InvalidDataError(f"user_ids has {ids.shape[0]} values but x has {n}")
-    if ids.dtype.kind == "f" and not np.all(np.isfinite(ids)):
-        raise InvalidDataError("user_ids has NaN or inf values; every point needs a user id")
-    if ids.dtype.kind == "O" and any(v is None for v in ids):
-        raise InvalidDataError("user_ids has missing values (None); every point needs a user id")
     try:
         uniq, codes = np.unique(ids, return_inverse=True)
     except TypeError as exc:
@@ -114,12 +131,16 @@ def user_distributions_sum(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray,
     :math:`n_u` the number of the user's points *inside* the bounds; points outside
     are dropped (grid rule: half-open cells, see :class:`~privot.heatmaps.grid.Grid`).
 
+    Unusable rows follow the one rule of :mod:`privot._usable`, as on the engines: a
+    row with a missing user id, or a missing, non-numeric, NaN or infinite coordinate,
+    is dropped and counted in ``n_outside`` (curator-only).
+
     Parameters
     ----------
     user_ids : (n,) array
         The user of each point (any sortable ids: integers, strings).
     x, y : (n,) arrays
-        Coordinates (``x`` = longitude for geographic data); finite.
+        Coordinates (``x`` = longitude for geographic data).
     grid : Grid
         The public grid.
 
@@ -130,25 +151,36 @@ def user_distributions_sum(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray,
     Raises
     ------
     InvalidDataError
-        Mismatched lengths, NaN/inf coordinates, missing user ids.
+        Mismatched lengths or shapes, user ids of mixed types.
 
     Privacy
     -------
     Not a release: this is the exact aggregate the mechanisms are applied to. Unit of
     privacy: a user (all of their points). Every user's distribution has L1 norm 1
     (or 0), so for the add/remove-one-user relation any block-sum query of ``sums``
-    has L1 sensitivity 1. ``docs/privacy/heatmaps.md``.
+    has L1 sensitivity 1. Which rows are dropped depends on each row alone.
+    ``docs/privacy/heatmaps.md``.
     """
     if not isinstance(grid, Grid):
         raise InvalidParameterError("grid", grid, "a privot.heatmaps.Grid")
-    xs = check_finite_array(x, "x", ndim=1, allow_empty=True)
-    codes, n_ids = _factorise(user_ids, xs.shape[0])
-    cell = grid.assign(xs, y)  # validates y (finite, same length)
-    kept_codes = codes[cell.kept]
+    xs = _coordinates(x, "x")
+    ys = _coordinates(y, "y")
+    ids = np.asarray(user_ids)
+    if ids.ndim != 1:
+        raise InvalidDataError(f"user_ids must be a 1-D array, got shape {ids.shape}")
+    n = xs.shape[0]
+    for name, arr in (("user_ids", ids), ("y", ys)):
+        if arr.shape[0] != n:
+            raise InvalidDataError(f"{name} has {arr.shape[0]} values but x has {n}")
+    has_user = ~_missing_ids(ids)
+    codes, n_ids = _factorise(ids[has_user])
+    usable = (np.isfinite(xs) & np.isfinite(ys))[has_user]
+    cell = grid.assign(xs[has_user][usable], ys[has_user][usable])
+    kept_codes = codes[usable][cell.kept]
     per_user = np.bincount(kept_codes, minlength=n_ids)  # n_u (points inside)
     weights = 1.0 / per_user[kept_codes]  # each kept point weighs 1/n_u
     sums = np.bincount(cell.cells, weights=weights, minlength=grid.n_cells)
     n_users = int(np.count_nonzero(per_user))
+    n_kept = int(cell.kept.sum())
     return CellSums(sums=sums.reshape(grid.resolution, grid.resolution), n_users=n_users,
-                    n_points=int(xs.shape[0]), n_outside=cell.n_outside,
-                    n_users_empty=n_ids - n_users)
+                    n_points=n, n_outside=n - n_kept, n_users_empty=n_ids - n_users)

@@ -12,15 +12,16 @@ paper's baselines (Sec. 4). Derivations: ``docs/privacy/heatmaps.md``.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from privot._usable import AXES_HINT, MOSTLY, check_usable, swapped_axes_hint, usable_rows
 from privot._validation import check_epsilon, check_int, check_nonnegative, check_positive
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.heatmaps.aggregate import CellSums, user_distributions_sum
+from privot.heatmaps.aggregate import CellSums, _coordinates, user_distributions_sum
 from privot.heatmaps.baselines import (
     BaselineResult,
     laplace_baseline,
@@ -183,9 +184,14 @@ class HeatmapResult:
     release : HeatmapRelease
     diagnostics : HeatmapDiagnostics
     seconds : mapping str -> float
-        Wall time per stage: ``aggregate``, then ``measure`` and ``reconstruct``
-        (pyramid) or ``noise`` (baselines, noise and post-processing), ``render``,
-        ``total``.
+        **Curator-only** (grows with the data). Wall time per stage: ``aggregate``, then
+        ``measure`` and ``reconstruct`` (pyramid) or ``noise`` (baselines, noise and
+        post-processing), ``render``, ``total``.
+
+    Notes
+    -----
+    :meth:`release_dict` is the publishable description; :meth:`curator_report` and
+    ``diagnostics.curator_only`` hold exact counts and timings, never to be published.
     """
 
     distribution: np.ndarray
@@ -204,6 +210,30 @@ class HeatmapResult:
         """False when a seeded generator was used (not fit for publication)."""
         return self.release.secure
 
+    def release_dict(self) -> dict[str, Any]:
+        """The publishable description of the release, JSON-ready (no arrays).
+
+        A function of the public parameters and the noisy release only: no counts, no
+        timings (DESIGN.md, "Publishable output").
+        """
+        rel = self.release
+        return {"method": rel.method, "epsilon": rel.epsilon, "delta": 0.0,
+                "unit": rel.unit, "relation": rel.relation.value, "secure": rel.secure,
+                "mechanism": rel.mechanism,
+                "level_epsilons": {str(k): v for k, v in rel.level_epsilons.items()},
+                "noise_scales": {str(k): v for k, v in rel.noise_scales.items()},
+                "grid": {"bounds": list(self.grid.bounds),
+                         "resolution": self.grid.resolution, "aspect": self.grid.aspect},
+                "start_level": rel.start_level, "w": rel.w, "gamma": rel.gamma,
+                "sigma": self.sigma, "threshold": rel.threshold}
+
+    def curator_report(self) -> dict[str, Any]:
+        """Exact counts and timings: **not private, never publish**."""
+        cur = self.diagnostics.curator_only
+        return {"n_users": cur.n_users, "n_points": cur.n_points,
+                "n_outside_or_unusable": cur.n_outside,
+                "n_users_empty": cur.n_users_empty, "seconds": dict(self.seconds)}
+
 
 def _column(data: Any, name: str, value: object) -> np.ndarray:
     col = _DEFAULT_COLUMNS[name] if value is None else value
@@ -214,15 +244,14 @@ def _column(data: Any, name: str, value: object) -> np.ndarray:
     if col not in columns:
         raise InvalidParameterError(name, col, f"a column of data; its columns are {columns}")
     v = data[col]
-    if hasattr(v, "isna") and bool(v.isna().any()):
-        raise InvalidDataError(f"column {col!r} ({name}) has {int(v.isna().sum())} missing "
-                               "value(s) (NaN/None/NA); every point needs a user and "
-                               "finite coordinates")
+    # missing values stay missing: user_distributions_sum drops such rows (the one rule)
     return v.to_numpy() if hasattr(v, "to_numpy") else np.asarray(v)
 
 
-def _points(data: Any, user: object, x: object, y: object, grid: Grid) -> CellSums:
-    """CellSums from a CellSums, a DataFrame / mapping of columns, or arrays."""
+def _points(data: Any, user: object, x: object, y: object, grid: Grid
+            ) -> tuple[CellSums, Callable[[], str]]:
+    """CellSums from a CellSums, a DataFrame / mapping of columns, or arrays, and a
+    function giving the curator's hint when most rows are dropped."""
     if isinstance(data, CellSums):
         for name, v in (("user", user), ("x", x), ("y", y)):
             if v is not None:
@@ -230,7 +259,7 @@ def _points(data: Any, user: object, x: object, y: object, grid: Grid) -> CellSu
         if data.resolution != grid.resolution:
             raise InvalidDataError(f"data is a CellSums of resolution {data.resolution} but "
                                    f"grid has resolution {grid.resolution}")
-        return data
+        return data, lambda: AXES_HINT
     if data is None:
         cols = {}
         for name, v in (("user", user), ("x", x), ("y", y)):
@@ -255,9 +284,12 @@ def _points(data: Any, user: object, x: object, y: object, grid: Grid) -> CellSu
     for name in ("x", "y"):
         if cols[name].shape[0] != n:
             raise InvalidDataError(f"{name} has {cols[name].shape[0]} values but user has {n}")
-        if cols[name].dtype.kind not in "iuf":
-            raise InvalidDataError(f"{name} must be numeric, got dtype {cols[name].dtype}")
-    return user_distributions_sum(cols["user"], cols["x"], cols["y"], grid)
+    cells = user_distributions_sum(cols["user"], cols["x"], cols["y"], grid)
+
+    def hint() -> str:
+        xy = np.column_stack([_coordinates(cols["x"], "x"), _coordinates(cols["y"], "y")])
+        return swapped_axes_hint(xy[usable_rows(xy)], grid.contains)
+    return cells, hint
 
 
 def _scales(releases: Any, first_level: int) -> dict[int, float]:
@@ -349,7 +381,14 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
     check_spender(accountant)
     ensure_affordable(accountant, eps, f"private_heatmap(method={method!r})")
 
-    cells = _points(data, user, x, y, grid)
+    cells, hint = _points(data, user, x, y, grid)
+    # a curator decision on the exact counts, before anything is charged
+    check_usable(n_rows=cells.n_points, n_unusable=0, n_outside=cells.n_outside,
+                 what="the input", outside="outside the bounds or unusable (dropped)",
+                 hint=hint() if cells.n_outside > MOSTLY * cells.n_points else AXES_HINT)
+    if cells.n_users == 0:
+        raise InvalidDataError("the input has no user with a point inside the bounds; "
+                               "nothing was charged")
     t1 = time.perf_counter()
     seconds = {"aggregate": t1 - t0}
     covered = grid.covered_mask()

@@ -14,8 +14,8 @@ rectangle onto it:
   axis is divided into :math:`\Delta` cells independently (rectangular cells).
 * **Points outside the bounds** (or on the far edges ``x = x_max``, ``y = y_max``,
   which the half-open cells exclude) are **dropped** and counted; the count is a
-  curator-only diagnostic, not part of any release. NaN/inf coordinates are refused
-  with :class:`~privot.errors.InvalidDataError`.
+  curator-only diagnostic, not part of any release. :meth:`Grid.assign` refuses NaN/inf
+  coordinates; the aggregation steps drop such rows first (:mod:`privot._usable`).
 
 Cells are indexed ``(row, col)`` with ``row`` along ``y`` (``y_min`` at row 0) and
 ``col`` along ``x``; the flat index is ``row * Delta + col``, the layout of a
@@ -183,6 +183,13 @@ class Grid:
         np.minimum(row, d - 1, out=row)
         return CellAssignment(cells=row * d + col, kept=kept,
                               n_outside=int(xs.size - np.count_nonzero(kept)))
+
+    def contains(self, points: np.ndarray) -> np.ndarray:
+        """``(n,)`` bool: which rows of an ``(n, 2)`` array ``(x, y)`` are inside the
+        half-open bounds (the rule of :meth:`assign`)."""
+        p = np.asarray(points, dtype=np.float64)
+        x0, x1, y0, y1 = self.bounds
+        return (p[:, 0] >= x0) & (p[:, 0] < x1) & (p[:, 1] >= y0) & (p[:, 1] < y1)
 
     def cell_distance_scale(self) -> tuple[float, float]:
         """Input units per cell along ``x`` and ``y`` (for EMD in data units)."""

@@ -1,0 +1,106 @@
+"""One rule for unusable rows, and the curator's refusal when nothing is usable.
+
+Every capability reads rows of coordinates, and every path (arrays, DataFrames, the
+engines, the CLI) applies the same rule:
+
+* A row with a **missing, non-numeric, NaN or infinite coordinate** is *unusable*: it is
+  dropped from the mechanism's input and counted for the curator. (For the barycenter
+  capability, whose neighbouring relation keeps group sizes public, the row still counts
+  in its group's public size: see ``docs/privacy/barycenters.md``.)
+* Rows outside the public bounds are dropped (heatmaps) or clipped into them
+  (barycenters), and counted for the curator.
+* When **no row is usable and inside the bounds**, the run is refused with
+  :class:`~privot.errors.InvalidDataError` *before anything is charged*: the curator
+  sees the counts anyway, and a release of pure noise with exit 0 looks believable.
+* When **most rows** are dropped or clipped, a :class:`~privot.errors.DataWarning`
+  (curator-only) says so, with a hint when the axes look swapped.
+
+Privacy
+-------
+These checks read the exact data and decide whether to run at all, before any budget is
+charged: a curator decision (DESIGN.md, "Publishable output"). Their messages and
+warnings are curator-only and never enter a release.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+from privot.errors import DataWarning, InvalidDataError
+
+__all__ = ["MOSTLY", "check_usable", "swapped_axes_hint", "usable_rows"]
+
+#: A share of rows dropped or clipped above which the curator is warned.
+MOSTLY = 0.5
+
+AXES_HINT = ("check the axis order (the x/y or longitude/latitude columns, or the axes of "
+             "the bounds, may be swapped) and that the bounds cover the data")
+
+
+def usable_rows(points: np.ndarray) -> np.ndarray:
+    """``(n,)`` bool: rows of an ``(n, d)`` float array whose coordinates are all finite."""
+    return np.all(np.isfinite(points), axis=1)
+
+
+def swapped_axes_hint(points: np.ndarray, inside: Callable[[np.ndarray], np.ndarray]) -> str:
+    """A hint naming swapped axes when exchanging the first two coordinates helps.
+
+    Parameters
+    ----------
+    points : (n, d) float array, d >= 2
+        The usable rows.
+    inside : callable
+        ``inside(points) -> (n,) bool``, the public bounds' membership test.
+    """
+    if points.ndim != 2 or points.shape[1] < 2 or points.shape[0] == 0:
+        return AXES_HINT
+    swapped = points.copy()
+    swapped[:, [0, 1]] = swapped[:, [1, 0]]
+    now, then = int(inside(points).sum()), int(inside(swapped).sum())
+    if then > max(now, MOSTLY * len(points)):
+        return (f"the first two coordinates look swapped: with them exchanged, {then} of "
+                f"{len(points)} usable rows would be inside the bounds instead of {now} "
+                "(for geographic data x is the longitude and y the latitude)")
+    return AXES_HINT
+
+
+def check_usable(*, n_rows: int, n_unusable: int, n_outside: int, what: str,
+                 outside: str = "outside the bounds", hint: str = AXES_HINT) -> None:
+    """Refuse when no row is usable and inside; warn when most rows are not.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows read.
+    n_unusable : int
+        Rows with a missing or non-numeric coordinate.
+    n_outside : int
+        Usable rows outside the public bounds (dropped or clipped).
+    what : str
+        What the rows are, for the message (``"the input"``, ``"group 'a'"``).
+    outside : str
+        How to say what happens to rows outside (``"outside the bounds (clipped)"``).
+    hint : str
+        Appended to the refusal and the warning.
+
+    Raises
+    ------
+    InvalidDataError
+        No row at all, or none usable and inside the bounds. Raised before anything is
+        charged by every caller.
+    """
+    good = n_rows - n_unusable - n_outside
+    summary = (f"{n_rows} row(s) read, {n_unusable} with a missing or non-numeric "
+               f"coordinate, {n_outside} {outside}")
+    if n_rows == 0:
+        raise InvalidDataError(f"{what} has no rows (a header-only file?); nothing was "
+                               "charged or written")
+    if good <= 0:
+        raise InvalidDataError(f"{what}: no usable row inside the bounds ({summary}); "
+                               f"{hint}. Nothing was charged or written")
+    if n_rows - good > MOSTLY * n_rows:
+        warnings.warn(f"{what}: most rows are not used as given ({summary}); {hint}",
+                      DataWarning, stacklevel=3)

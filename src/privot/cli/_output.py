@@ -1,0 +1,152 @@
+"""The output folder of a releasing command: publishable files and curator files, apart.
+
+DESIGN.md, "Publishable output": two audiences read what privot produces and they never
+share a file.
+
+* **Publishable** files (``release.json`` and the command's release files) are written
+  from the public parameters and the noisy release only.
+* **Curator** files carry exact statistics of the raw data (row, user, clipped and
+  dropped counts), wall-clock timings, warnings raised while touching the data and,
+  on request, plots of the raw data. Their names start with :data:`CURATOR_PREFIX`
+  (``curator-report.json``, ``curator-data.png``), so a ``cp`` or an upload rule can
+  tell them apart by name alone.
+
+:class:`OutputFolder` keeps that split in one place for every subcommand: it refuses
+an existing non-empty folder unless ``--force`` (checked *before* anything is read or
+charged), hands out paths by audience, and :func:`capture_data_warnings` routes every
+warning raised while the data is touched to stderr and to the curator report, never to
+a publishable file.
+
+Privacy
+-------
+No release happens here. This module decides *where* a value may be written, never
+what it is; the guarantee of each release is stated by its mechanism.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from privot.cli._common import write_json
+from privot.errors import InvalidParameterError
+
+__all__ = ["CURATOR_PREFIX", "CURATOR_REPORT", "OutputFolder", "capture_data_warnings"]
+
+#: Every curator-only file's name starts with this.
+CURATOR_PREFIX = "curator-"
+#: The curator report every releasing command writes.
+CURATOR_REPORT = CURATOR_PREFIX + "report.json"
+#: Said in the curator report and on stderr.
+CURATOR_NOTICE = ("exact statistics of the raw data: NOT differentially private, for the "
+                  "data curator only; never publish this file")
+
+
+class OutputFolder:
+    """Where one command run writes, by audience.
+
+    Parameters
+    ----------
+    path : str or Path
+        The folder.
+    command : str
+        The subcommand (for messages).
+    force : bool
+        Allow a folder that exists and is not empty; the files this command writes
+        (``publishable`` and the curator files) are replaced, nothing else is touched.
+    publishable : sequence of str
+        Names of the publishable files this command may write (for the ``--force``
+        clean-up and the listing in the curator report).
+    """
+
+    def __init__(self, path: str | Path, *, command: str, force: bool,
+                 publishable: Sequence[str]) -> None:
+        self.path = Path(path)
+        self.command = command
+        self.force = bool(force)
+        self.publishable_names = tuple(publishable)
+        self.written_public: list[str] = []
+        self.written_curator: list[str] = []
+
+    def check(self) -> None:
+        """Refuse an existing non-empty folder without ``--force`` (before any work)."""
+        if self.path.exists() and not self.path.is_dir():
+            raise InvalidParameterError("--output", str(self.path),
+                                        "a folder path (a file of that name exists)")
+        if (self.path.is_dir() and any(self.path.iterdir()) and not self.force):
+            raise InvalidParameterError(
+                "--output", str(self.path), "a new or empty folder; it exists and is not "
+                "empty (pass --force to replace the files privot writes there)")
+
+    def open(self) -> None:
+        """Create the folder; with ``--force``, remove the files an earlier run wrote."""
+        self.check()
+        self.path.mkdir(parents=True, exist_ok=True)
+        for name in self.publishable_names:
+            with contextlib.suppress(FileNotFoundError):
+                (self.path / name).unlink()
+        for old in self.path.glob(CURATOR_PREFIX + "*"):
+            if old.is_file():
+                old.unlink()
+
+    def public(self, name: str) -> Path:
+        """Path of a publishable file (its content: public parameters and the release only)."""
+        if name.startswith(CURATOR_PREFIX) or name not in self.publishable_names:
+            raise ValueError(f"{name!r} is not a publishable file of {self.command}")
+        self.written_public.append(name)
+        return self.path / name
+
+    def curator(self, name: str) -> Path:
+        """Path of a curator-only file; ``name`` gets the curator prefix if it lacks it."""
+        full = name if name.startswith(CURATOR_PREFIX) else CURATOR_PREFIX + name
+        self.written_curator.append(full)
+        return self.path / full
+
+    def write_release(self, payload: dict[str, Any]) -> None:
+        """``release.json``: the publishable description of the release."""
+        body = dict(payload)
+        body["publishable_files"] = sorted(set(self.written_public) | {"release.json"})
+        write_json(self.public("release.json"), body)
+
+    def write_curator_report(self, payload: dict[str, Any],
+                             data_warnings: Sequence[str]) -> None:
+        """``curator-report.json``: exact counts, timings and data warnings."""
+        body = {"warning": CURATOR_NOTICE, **payload, "data_warnings": list(data_warnings),
+                "curator_files": sorted(set(self.written_curator) | {CURATOR_REPORT})}
+        write_json(self.curator(CURATOR_REPORT), body)
+
+    def listing(self) -> str:
+        """One line naming what was written, by audience."""
+        pub = ", ".join(sorted(set(self.written_public)))
+        cur = ", ".join(sorted(set(self.written_curator)))
+        return (f"wrote {self.path}/: publishable: {pub}; curator-only (do not publish): "
+                f"{cur}")
+
+
+@contextlib.contextmanager
+def capture_data_warnings(command: str) -> Iterator[list[str]]:
+    """Collect every warning raised inside the block; print each on stderr as curator-only.
+
+    A warning raised while the data is read, aggregated or released may depend on the
+    exact data (``overflow encountered in multiply`` for one row at longitude 1e300, "most
+    rows were clipped"), so none of them goes into a publishable file: the caller puts the
+    returned list into the curator report.
+    """
+    notes: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield notes
+        finally:
+            seen: set[str] = set()
+            for w in caught:
+                text = f"{w.category.__name__}: {w.message}"
+                if text in seen:
+                    continue
+                seen.add(text)
+                notes.append(text)
+                print(f"privot {command}: curator-only warning: {text}", file=sys.stderr)
