@@ -89,7 +89,12 @@ def save_figure(fig: Any, output: Path, name: str) -> str:
 def write_report(output: Path, sections: list[Section], *, seeded: bool,
                  header: dict[str, Any]) -> Path:
     """Write ``report.md`` and ``results.json`` into ``output``; returns the report path."""
-    lines = ["# privot demo report", ""]
+    lines = ["# privot demo report", "",
+             "> **An evaluation report, not a release.** It runs on public data and sets "
+             "each private release beside non-private references, exact counts and "
+             "timings, which a release of sensitive data must never carry. To publish, use "
+             "the publishable files of `privot heatmap` / `privot barycenter` (README, "
+             "\"Layout and guarantees\").", ""]
     if seeded:
         lines += ["> **Seeded run**: noise came from a seeded generator; the numbers are "
                   "reproducible and **not fit for publication**.", ""]

@@ -26,7 +26,7 @@ from privot._validation import check_int
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.heatmaps.grid import Grid
 
-__all__ = ["CellSums", "user_distributions_sum"]
+__all__ = ["CellSums", "UserPoints", "usable_user_points", "user_distributions_sum"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,49 @@ def _factorise(ids: np.ndarray) -> tuple[np.ndarray, int]:
     return codes.reshape(-1).astype(np.int64, copy=False), int(uniq.size)
 
 
+@dataclass(frozen=True)
+class UserPoints:
+    """The usable rows of a table of user points (the one rule of :mod:`privot._usable`).
+
+    Attributes
+    ----------
+    codes : (k,) int64 array
+        User code ``0..n_ids-1`` of each usable row.
+    x, y : (k,) float arrays
+        Its finite coordinates.
+    n_ids : int
+        Distinct user ids among the rows with a user id.
+    n_rows : int
+        Rows read, usable or not. **Curator-only.**
+    """
+
+    codes: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    n_ids: int
+    n_rows: int
+
+
+def usable_user_points(user_ids: object, x: object, y: object) -> UserPoints:
+    """Drop rows with a missing user id or a missing, non-numeric or non-finite
+    coordinate; factorise the user ids. Every in-memory heatmap path goes through here
+    (the engines apply the same rule in SQL/pandas)."""
+    xs = _coordinates(x, "x")
+    ys = _coordinates(y, "y")
+    ids = np.asarray(user_ids)
+    if ids.ndim != 1:
+        raise InvalidDataError(f"user_ids must be a 1-D array, got shape {ids.shape}")
+    n = xs.shape[0]
+    for name, arr in (("user_ids", ids), ("y", ys)):
+        if arr.shape[0] != n:
+            raise InvalidDataError(f"{name} has {arr.shape[0]} values but x has {n}")
+    has_user = ~_missing_ids(ids)
+    codes, n_ids = _factorise(ids[has_user])
+    usable = (np.isfinite(xs) & np.isfinite(ys))[has_user]
+    return UserPoints(codes=codes[usable], x=xs[has_user][usable], y=ys[has_user][usable],
+                      n_ids=n_ids, n_rows=n)
+
+
 def user_distributions_sum(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray,
                            grid: Grid) -> CellSums:
     r"""Sum of the users' empirical distributions over ``grid`` (local, vectorised).
@@ -163,20 +206,11 @@ def user_distributions_sum(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray,
     """
     if not isinstance(grid, Grid):
         raise InvalidParameterError("grid", grid, "a privot.heatmaps.Grid")
-    xs = _coordinates(x, "x")
-    ys = _coordinates(y, "y")
-    ids = np.asarray(user_ids)
-    if ids.ndim != 1:
-        raise InvalidDataError(f"user_ids must be a 1-D array, got shape {ids.shape}")
-    n = xs.shape[0]
-    for name, arr in (("user_ids", ids), ("y", ys)):
-        if arr.shape[0] != n:
-            raise InvalidDataError(f"{name} has {arr.shape[0]} values but x has {n}")
-    has_user = ~_missing_ids(ids)
-    codes, n_ids = _factorise(ids[has_user])
-    usable = (np.isfinite(xs) & np.isfinite(ys))[has_user]
-    cell = grid.assign(xs[has_user][usable], ys[has_user][usable])
-    kept_codes = codes[usable][cell.kept]
+    pts = usable_user_points(user_ids, x, y)
+    n = pts.n_rows
+    cell = grid.assign(pts.x, pts.y)
+    kept_codes = pts.codes[cell.kept]
+    n_ids = pts.n_ids
     per_user = np.bincount(kept_codes, minlength=n_ids)  # n_u (points inside)
     weights = 1.0 / per_user[kept_codes]  # each kept point weighs 1/n_u
     sums = np.bincount(cell.cells, weights=weights, minlength=grid.n_cells)

@@ -77,7 +77,7 @@ import numpy as np
 
 from privot._validation import check_delta, check_epsilon, check_int, check_positive
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.heatmaps.aggregate import _factorise
+from privot.heatmaps.aggregate import usable_user_points
 from privot.heatmaps.grid import Grid
 from privot.heatmaps.measure import DEFAULT_GAMMA, DEFAULT_W, level_budgets, start_level
 from privot.heatmaps.reconstruct import LP_FORMS, Reconstruction, reconstruct
@@ -433,16 +433,15 @@ class _Encoded:
 
 def _encode(user_ids: object, x: object, y: object, grid: Grid, B: int, q0: int,
             n_public: int) -> _Encoded:
-    xs = np.asarray(x, dtype=np.float64)
-    if xs.ndim != 1:
-        raise InvalidDataError(f"x must be a 1-D array, got shape {xs.shape}")
-    codes, n_ids = _factorise(user_ids, xs.shape[0])
+    # the one rule for unusable rows (privot._usable), as on every heatmap path
+    pts = usable_user_points(user_ids, x, y)
+    codes, n_ids = pts.codes, pts.n_ids
     if n_ids > n_public:
         raise InvalidDataError(
             f"the data has {n_ids} distinct users but the protocol was set up for "
             f"n_users_public={n_public} participants; pass the public number of "
             "participants (at least the number of users taking part)")
-    cell = grid.assign(xs, y)
+    cell = grid.assign(pts.x, pts.y)
     kc = codes[cell.kept]
     per_user = np.bincount(kc, minlength=n_public).astype(np.int64)  # n_u (points inside)
     ell = grid.levels
@@ -460,8 +459,9 @@ def _encode(user_ids: object, x: object, y: object, grid: Grid, B: int, q0: int,
         # exact floor(B * count / n_u) on integers (no floating-point rounding)
         z[u, offsets[j] + b] = (B * counts) // per_user[u]
     n_users = int(np.count_nonzero(per_user))
-    return _Encoded(z=z, n_users=n_users, n_points=int(xs.shape[0]),
-                    n_outside=cell.n_outside, n_users_empty=n_ids - n_users)
+    return _Encoded(z=z, n_users=n_users, n_points=pts.n_rows,
+                    n_outside=pts.n_rows - int(cell.kept.sum()),
+                    n_users_empty=n_ids - n_users)
 
 
 def user_scaled_pyramids(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray, *, grid: Grid,
