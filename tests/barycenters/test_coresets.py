@@ -261,8 +261,10 @@ def test_from_leaf_counts_equals_in_memory_path():
     a = coreset_from_leaf_counts(leaf, cnt, 300, bounds=b, epsilon=1.0, depth=6, rng=3)
     c = private_coreset(x, bounds=b, epsilon=1.0, depth=6, rng=3)
     np.testing.assert_array_equal(a.points, c.points)
+    # n above the counted points: unusable rows, kept in the public size
+    coreset_from_leaf_counts(leaf, cnt, 301, bounds=b, epsilon=1.0, depth=6, rng=3)
     with pytest.raises(InvalidDataError, match="sum to 300"):
-        coreset_from_leaf_counts(leaf, cnt, 301, bounds=b, epsilon=1.0, depth=6)
+        coreset_from_leaf_counts(leaf, cnt, 299, bounds=b, epsilon=1.0, depth=6)
     with pytest.raises(InvalidDataError, match="2\\*\\*depth"):
         coreset_from_leaf_counts(leaf + 64, cnt, bounds=b, epsilon=1.0, depth=6)
 
@@ -300,7 +302,7 @@ def test_bad_parameters_name_themselves(kwargs, exc, name):
 
 @pytest.mark.parametrize("points,match", [
     (np.zeros((0, 2)), "empty"),
-    (np.array([[0.0, np.nan]]), "non-finite"),
+    (np.array([[0.0, np.nan]]), "none of the 1 rows has finite"),
     (np.zeros((5, 3)), "dim=2"),
 ])
 def test_bad_data(points, match):
