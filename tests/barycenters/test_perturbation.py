@@ -23,7 +23,7 @@ from privot.privacy.accounting import gdp_mu_for
 
 def _ball(rng: np.random.Generator, n: int, d: int = 2) -> np.ndarray:
     x = rng.normal(size=(n, d))
-    r = rng.uniform(0, 0.5, size=(n, 1)) ** (1 / d)
+    r = 0.5 * rng.uniform(0, 1, size=(n, 1)) ** (1 / d)  # uniform in the ball B_0(1/2)
     return x / np.linalg.norm(x, axis=1, keepdims=True) * r
 
 
@@ -159,7 +159,10 @@ def test_bad_data_is_refused():
         output_perturbation([], good[:2], epsilon=1, delta=1e-5)
     with pytest.raises(InvalidDataError):
         output_perturbation([good, _ball(rng, 10, d=3)], good[:2], epsilon=1, delta=1e-5)
-    bad = good.copy()
-    bad[0, 0] = np.nan
-    with pytest.raises(InvalidDataError, match="non-finite"):
-        output_perturbation([bad], good[:2], epsilon=1, delta=1e-5)
+    with pytest.raises(InvalidDataError, match="anchor"):
+        output_perturbation([good], np.array([[np.nan, 0.0]]), epsilon=1, delta=1e-5)
+    with pytest.raises(InvalidDataError, match="numeric"):
+        output_perturbation([np.array([["a", "b"]])], good[:2], epsilon=1, delta=1e-5)
+    with pytest.raises(InvalidDataError, match="non-empty"):
+        output_perturbation([np.zeros((0, 2))], good[:2], epsilon=1, delta=1e-5)
+    # a NaN row is unusable, not an error (tests/barycenters/test_perturbation_total.py)

@@ -11,7 +11,7 @@ import pytest
 
 from privot.barycenters import PublicBounds, private_barycenter
 from privot.barycenters.coresets import coreset_from_leaf_counts, private_coreset
-from privot.errors import DataWarning, InvalidDataError
+from privot.errors import DataWarning, InvalidDataError, InvalidParameterError
 from privot.privacy import PrivacyAccountant
 
 BOX = PublicBounds.box([0.0, 0.0], [1.0, 1.0])
@@ -113,3 +113,14 @@ def test_unusable_row_in_output_perturbation_gives_a_finite_release():
                              method="perturbation", splits=10, rng=0)
     assert np.all(np.isfinite(res.support))
     assert res.n_unusable == (int(np.ceil(2_000 / 97)),)
+
+
+def test_perturbation_refusals_come_before_the_charge():
+    """Classic calibration needs eps per step < 1: refused before the accountant is
+    charged (it used to be refused by the Gaussian mechanism after the charge)."""
+    acct = PrivacyAccountant(total_epsilon=10.0, total_delta=1e-3)
+    with pytest.raises(InvalidParameterError):
+        private_barycenter(_group(500), bounds=BOX, m=4, epsilon=4.0, delta=1e-5,
+                           method="perturbation", calibration="classic", splits=5,
+                           accountant=acct, rng=0)
+    assert acct.spent.epsilon == 0.0 and acct.spent.delta == 0.0

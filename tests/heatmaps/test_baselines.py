@@ -138,3 +138,15 @@ def test_baselines_refuse_bad_input():
     with pytest.raises(InvalidParameterError):
         threshold_baseline(_sums(), epsilon=1.0, top_percent=0.0, accountant=acct, rng=rng)
     assert acct.ledger == () and rng.bit_generator.state == state  # refused before charging
+
+
+@pytest.mark.parametrize("baseline", [laplace_baseline, threshold_baseline])
+def test_a_bad_covered_mask_is_refused_before_charging(baseline):
+    # before: checked only after the noise, when every cell was zeroed
+    acct = PrivacyAccountant(1.0)
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    for covered in (np.zeros((32, 32), dtype=bool), np.ones((4, 4), dtype=bool)):
+        with pytest.raises(InvalidDataError, match="covered"):
+            baseline(_sums(), epsilon=0.5, accountant=acct, rng=rng, covered=covered)
+    assert acct.ledger == () and rng.bit_generator.state == state

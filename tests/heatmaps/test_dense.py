@@ -296,3 +296,29 @@ def test_audit_catches_a_user_counted_per_point():
     res = audit(_llr_sampler(a, b), s0, s1, epsilon=1.0, n_runs=4000, confidence=CONFIDENCE,
                 rng=11)
     assert res.violated, res.summary()
+
+
+def test_emd_projection_is_total_when_highs_gives_no_optimum(monkeypatch):
+    """Post-processing after the Laplace release always answers: when HiGHS stops without
+    an optimum (status 1, its iteration budget), max(s~, 0) stands in (a feasible point
+    of the LP); before, a ConvergenceError was raised after the noise was drawn."""
+    from scipy import optimize
+
+    from privot.heatmaps import dense
+
+    real = optimize.linprog
+    seen = {}
+
+    def capped(*args, **kwargs):
+        seen["maxiter"] = kwargs["options"]["maxiter"]
+        out = real(*args, **kwargs)
+        out.status, out.x = 1, None
+        return out
+
+    noisy = np.array([[1.5, -0.5], [0.25, -2.0]])
+    monkeypatch.setattr(dense.optimize, "linprog", capped)
+    got = dense.emd_projection(noisy)
+    assert got.lp_fallback and seen["maxiter"] >= 10_000
+    np.testing.assert_array_equal(got.estimate, np.maximum(noisy, 0.0))
+    monkeypatch.setattr(dense.optimize, "linprog", real)
+    assert not dense.emd_projection(noisy).lp_fallback

@@ -166,3 +166,68 @@ def test_reconstruct_refuses_bad_input():
         reconstruct([np.full((2, 2), np.nan)], w=4)
     with pytest.raises(InvalidDataError, match="covered"):
         reconstruct([-np.ones((2, 2))], w=4, covered=np.zeros((2, 2), dtype=bool))
+
+
+# ----------------------------------------------------------------------------- totality
+
+
+def _failing_linprog(monkeypatch, status=1):
+    """HiGHS stopping at its iteration limit (or failing), whatever the LP."""
+    import sys
+
+    from scipy import optimize
+
+    module = sys.modules["privot.heatmaps.reconstruct"]
+    budgets = []
+
+    class _Failing:
+        def linprog(self, *args, **kwargs):
+            budgets.append(kwargs.get("options", {}).get("maxiter"))
+            return optimize.OptimizeResult(status=status, x=None, fun=None,
+                                           message="Iteration limit reached.")
+
+    monkeypatch.setattr(module, "optimize", _Failing())
+    return budgets
+
+
+@pytest.mark.parametrize("lp", ["compact", "full"])
+@pytest.mark.parametrize("status", [1, 4])
+def test_a_failed_lp_falls_back_to_the_finest_kept_level(monkeypatch, lp, status):
+    s = _sparse(32, 12, 7)
+    m = measure(s, epsilon=1.0, w=20, rng=np.random.default_rng(3))
+    budgets = _failing_linprog(monkeypatch, status)
+    rec = reconstruct(m, lp=lp)  # before: ConvergenceError after the noise was drawn
+    assert rec.lp_fallback and "Iteration limit" in rec.solver_message
+    assert budgets and budgets[0] >= 10_000
+    top = np.ldexp(m.values[-1], m.levels)  # 2^ell y'_ell, unscaled
+    expected = np.zeros_like(top)
+    expected.ravel()[rec.kept[-1]] = np.maximum(top.ravel()[rec.kept[-1]], 0.0)
+    np.testing.assert_array_equal(rec.estimate, expected)
+    assert rec.objective == pytest.approx(rec.objective_of(rec.estimate))
+    assert rec.distribution.sum() == pytest.approx(1.0)
+
+
+def test_a_failed_lp_with_no_positive_cell_still_answers(monkeypatch):
+    levels = [-np.ones((1 << i, 1 << i)) for i in range(2, 5)]
+    _failing_linprog(monkeypatch)
+    rec = reconstruct(levels, w=20)
+    assert rec.lp_fallback and rec.fallback_uniform
+    np.testing.assert_allclose(rec.distribution, 1.0 / 256)
+
+
+def test_the_lp_budget_is_public_and_generous():
+    from privot.heatmaps.reconstruct import lp_budget
+
+    assert lp_budget(10, 10) == 10_000
+    assert lp_budget(16_512, 30_280) == 10 * (16_512 + 30_280)
+    rec = reconstruct(measure(_sparse(64, 20, 1), epsilon=1.0, rng=np.random.default_rng(0)))
+    assert not rec.lp_fallback
+
+
+def test_covered_is_checked_whatever_the_values():
+    # before: checked only when the uniform fallback was needed
+    m = measure(_sparse(16, 5, 0), epsilon=5.0, rng=np.random.default_rng(0))
+    with pytest.raises(InvalidDataError, match="covered"):
+        reconstruct(m, covered=np.zeros((16, 16), dtype=bool))
+    with pytest.raises(InvalidDataError, match="covered"):
+        reconstruct(m, covered=np.ones((8, 8), dtype=bool))

@@ -53,6 +53,7 @@ from privot.barycenters.coresets import (
 from privot.barycenters.geometry import PublicBounds
 from privot.barycenters.perturbation import (
     CALIBRATIONS,
+    check_perturbation_inputs,
     output_perturbation,
     recommended_splits,
 )
@@ -212,28 +213,43 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
         cores.append(make(i, epsilon, options))
     t1 = time.perf_counter()
     pts = [c.points for c in cores]
-    if any(len(x) == 0 for x in pts):
-        empty = [i for i, x in enumerate(pts) if len(x) == 0]
-        raise InvalidDataError(
-            f"the private coreset of group(s) {empty} is empty (every point fell outside "
-            "the region); widen the region or the bounds")
-    d = pts[0].shape[1]
+    d = pts[0].shape[1] if len(pts[0]) else cores[0].bounds.dim
+    # A release path is total: a coreset left empty by the region (every noisy point
+    # fell outside it) becomes the public centre of the bounds. Which groups are empty
+    # is a function of the release, so it may be said (warning and diagnostics).
+    empty = [i for i, x in enumerate(pts) if len(x) == 0]
+    for i in empty:
+        pts[i] = np.zeros((1, d))
+    if empty:
+        warnings.warn(f"the private coreset of group(s) {empty} is empty (every point fell "
+                      "outside the region); the centre of the bounds stands in for it. "
+                      "Widen the region or the bounds.", UserWarning, stacklevel=3)
     proj = None
     if projection_dim is not None and projection_dim < d:
         # Alg. 2 line 1: a data-independent Gaussian JL map
         proj = gaussian_jl_matrix(d, dim=projection_dim, rng=public)
+    total = sum(len(x) for x in pts)
+    if total < m:
+        # fewer private points than atoms (a small region): repeating every point r times
+        # is the same measure, and lets the solver place m atoms (public rule)
+        r = -(-m // total)
+        pts = [np.repeat(x, r, axis=0) for x in pts]
     low = pts if proj is None else [x @ proj.T for x in pts]
+    # Alg. 2 line 6 (post-processing); total: a numerical failure falls back by a
+    # public rule instead of raising after the budget is charged
     fit = free_support_barycenter(low, m=m, p=p, group_weights=beta, rng=public,
-                                  **solver)  # Alg. 2 line 6 (post-processing)
+                                  on_failure="fallback", **solver)
     if proj is None:
         support = fit.support
     else:
-        plans = solution_weights(fit.support, low, p=p)  # Alg. 3
+        plans = solution_weights(fit.support, low, p=p, on_failure="fallback")  # Alg. 3
         support = support_points(pts, plans, p=p, group_weights=beta)  # Alg. 4, in R^d
     t2 = time.perf_counter()
     diag = {"coreset_sizes": [len(x) for x in pts],
             "coreset_depths": [c.depth for c in cores],
             "n_outside_region": [c.n_outside_region for c in cores],
+            "empty_coresets": empty, "solver_fallback": fit.fallback,
+            "solver_failure": fit.failure, "solver_non_optimal_plans": fit.non_optimal_plans,
             "solver_converged": bool(fit.converged), "solver_outer_iterations": fit.n_outer,
             "projection_dim": None if proj is None else int(proj.shape[0]),
             "seconds_coreset": t1 - t0, "seconds_barycenter": t2 - t1}
@@ -415,6 +431,22 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
 
     sample = _sample_budget(eps, dlt, sizes, population_size)
     gen = as_generator(rng) if rng is not None else None
+    if method == "perturbation":
+        # every check of the Gaussian steps runs before the charge (all public but the
+        # ball precondition, which to_unit guarantees), so that the release always answers
+        eps_anchor = anchor_fraction * sample.epsilon if anchor is None else 0.0
+        kp = (recommended_splits(min(sizes), m=mm, d=d, epsilon=sample.epsilon - eps_anchor,
+                                 delta=sample.delta, k=k, p=p) if splits is None else splits)
+        units = []
+        for g, u in zip(raw, usable, strict=True):
+            # unusable rows stay in place (NaN) so that the data-independent split into
+            # parts sees every row index; they contribute nothing
+            unit = np.full_like(g, np.nan)
+            unit[u] = bounds.to_unit(g[u])[0]
+            units.append(unit)
+        check_perturbation_inputs(units, m=mm, epsilon=sample.epsilon - eps_anchor,
+                                  delta=sample.delta, splits=kp, iterations=iterations,
+                                  group_weights=beta, calibration=calibration)
     if accountant is not None:
         accountant.spend(sample, mechanism=f"private-barycenter-{method}",
                          relation=Neighbouring.REPLACE_ONE,
@@ -437,26 +469,15 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
             make, sizes, m=mm, epsilon=sample.epsilon, p=p, projection_dim=dp, beta=beta,
             solver=solver_kw, coreset=coreset_kw, gen=gen)
     else:
-        units = []
-        for g, u in zip(raw, usable, strict=True):
-            # unusable rows stay in place (NaN) so that the data-independent split into
-            # parts sees every row index; they contribute nothing
-            unit = np.full_like(g, np.nan)
-            unit[u] = bounds.to_unit(g[u])[0]
-            units.append(unit)
         clipped = n_outside
-        eps_anchor = 0.0
         diag = {}
         secure = True
         if anchor is None:
-            eps_anchor = anchor_fraction * sample.epsilon
             anchor_u, diag, secure, _ = _coreset_barycenter(
                 make, sizes, m=mm, epsilon=eps_anchor, p=p, projection_dim=dp, beta=beta,
                 solver=solver_kw, coreset=coreset_kw, gen=gen)
         else:
             anchor_u, _ = bounds.to_unit(anchor)
-        kp = (recommended_splits(min(sizes), m=mm, d=d, epsilon=sample.epsilon - eps_anchor,
-                                 delta=sample.delta, k=k, p=p) if splits is None else splits)
         proj = (None if dp is None else
                 gaussian_jl_matrix(d, dim=dp, rng=gen if gen is not None
                                    else np.random.default_rng()))
@@ -466,6 +487,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                                   projection=proj, rng=gen)
         support_u = rel.support
         secure = secure and rel.secure
+        diag["perturbation"] = rel.curator_only  # exact, data-dependent: curator-only
         _warn_if_noise_dominates(rel.sigma, d, k, kp)
         params.update({"splits": kp, "iterations": rel.iterations, "sigma": rel.sigma,
                        "sensitivity": rel.sensitivity, "calibration": calibration,

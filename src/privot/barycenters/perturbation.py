@@ -25,16 +25,45 @@ release
     F(D; a)_j = \sum_{P} w_P\, B_P(a)_j, \qquad
     B_P(a)_j = m \sum_{x \in P} T_P[x, j]\, x, \qquad w_P = \beta_i / k'
 
-where :math:`T_P` is an exact optimal plan between the uniform measure on :math:`P` and
-the uniform measure on the anchor atoms (computed, optionally, in a JL projection). Each
-:math:`B_P(a)_j` is a convex combination of points of :math:`P`, so it lies in the
-ball :math:`B_0(1/2)`; one changed point changes one part only, hence
+where :math:`T_P` is a transport plan between the uniform measure on the usable points of
+:math:`P` and the uniform measure on the anchor atoms (computed, optionally, in a JL
+projection). The plan is solved by POT's network simplex within a **public iteration
+budget** (:func:`~privot.ot.plan_budget` of the part's row count and :math:`m`) and is
+always a coupling of those two uniform measures (an element of the transport
+polytope :math:`\Pi`): optimal
+when the solver finishes, otherwise the solver's plan repaired into the transport
+polytope (:func:`~privot.ot.budgeted_plan`). Its columns are normalised so that
+:math:`m T_P[\cdot, j]` sums to one exactly (float rounding only).
+
+The sensitivity argument holds for **any** coupling :math:`T_P` in that polytope, optimal
+or not: :math:`m T_P[\cdot, j]` are convex weights, so each :math:`B_P(a)_j` is a convex
+combination of points of :math:`P` and lies in the ball :math:`B_0(1/2)`. Optimality of
+the plan is utility, not privacy. One changed point changes one part only, hence
 :math:`\|F(D;a)_j - F(D';a)_j\| \le \max_i \beta_i / k'` and
 :math:`\Delta_2 F \le \sqrt m \max_i \beta_i / k'` (:math:`= \sqrt m/(k k')` for
 :math:`\beta_i = 1/k`): the paper's constant, now with a proof. ``iterations`` noisy
 steps, each anchored at the previous release (post-processing), compose exactly as
 Gaussian DP: :math:`T` steps of noise :math:`\sigma` are
 :math:`\sqrt T \Delta_2/\sigma`-GDP.
+
+**Unusable rows.** A row with a non-finite coordinate (a missing or non-numeric value
+read as NaN, or an infinity) is *unusable*: it still counts in the public group size
+:math:`n_i` and still takes its place in the split (the part of a row depends on its
+index only), but the part's plan uses only the part's usable rows. A part with no
+usable row contributes the centre :math:`0` of the unit ball. Replacing one row (by any
+row, usable or not) changes one part, whose :math:`B_P(a)_j` is a point of
+:math:`B_0(1/2)` before and after: the bound above is unchanged.
+
+**Precondition, checked.** Every usable point must lie in the closed ball of radius 1/2
+(tolerance ``BALL_TOLERANCE``); :func:`output_perturbation` refuses other data before
+anything is charged (map it with
+:meth:`PublicBounds.to_unit <privot.barycenters.geometry.PublicBounds.to_unit>`, which
+clips and counts).
+
+**Total.** After the budget is charged the release does a bounded amount of work fixed
+by public sizes (``iterations`` steps, :math:`k k'` plans, each within its public
+budget) and always answers; how many plans were not optimal depends on the data and is
+reported only in :attr:`PerturbationRelease.curator_only`.
 
 The first anchor comes from :mod:`privot.barycenters.api` (a private-coreset
 barycenter bought with part of the budget, or public atoms given by the caller).
@@ -49,25 +78,30 @@ from typing import Any
 
 import numpy as np
 
+from privot._usable import usable_rows
 from privot._validation import (
     check_delta,
     check_epsilon,
     check_int,
     check_points,
     check_positive,
+    check_weights,
 )
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.ot import optimal_plan
-from privot.ot._barycenter_steps import check_measures
+from privot.ot import budgeted_plan, plan_budget
 from privot.ot._common import as_generator
 from privot.privacy import accounting
 from privot.privacy.mechanisms import gaussian_mechanism, gaussian_sigma
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender
 
 __all__ = [
+    "BALL_TOLERANCE",
     "CALIBRATIONS",
+    "UNIT_RADIUS",
     "PerturbationRelease",
     "anchored_step",
+    "check_perturbation_inputs",
+    "check_unit_groups",
     "output_perturbation",
     "paper_sigma",
     "perturbation_sensitivity",
@@ -76,6 +110,11 @@ __all__ = [
 ]
 
 CALIBRATIONS = ("analytic", "classic")
+#: Radius of the ball :math:`B_0(1/2)` the sensitivity argument assumes (unit coordinates).
+UNIT_RADIUS = 0.5
+#: Usable points up to this far outside the ball are accepted (float rounding of
+#: :meth:`PublicBounds.to_unit`) and scaled back onto its sphere.
+BALL_TOLERANCE = 1e-9
 
 
 #: The constant of paper 001's Theta(...) for k'* (Thm 8 leaves it open). Measured on
@@ -150,21 +189,111 @@ def paper_sigma(*, m: int, k: int, epsilon: float, delta: float, splits: int = 1
 def perturbation_sensitivity(m: int, group_weights: Sequence[float], splits: int) -> float:
     r"""L2 sensitivity :math:`\sqrt m \max_i \beta_i / k'` of one anchored step.
 
-    Derivation in ``docs/privacy/barycenters.md`` (unit: one point of one group,
-    replaced; data in the ball of radius 1/2).
+    Derivation in ``docs/privacy/barycenters.md`` (unit: one row of one group,
+    replaced; usable rows in the ball of radius 1/2, checked by
+    :func:`output_perturbation`; unusable rows and empty parts contribute the centre).
     """
     mm = check_int(m, "m", minimum=1)
     kp = check_int(splits, "splits", minimum=1)
     return math.sqrt(mm) * float(max(group_weights)) / kp
 
 
+def check_unit_groups(groups: object, *, name: str = "groups"
+                      ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    r"""Validate groups in unit coordinates for output perturbation; unusable rows allowed.
+
+    Each group is converted to a float ``(n_i, d)`` array with ``n_i >= 1`` rows (the
+    public group size) and a common ``d``. A row with a non-finite coordinate (NaN for a
+    missing or non-numeric value, or an infinity) is *unusable*: it is kept (it counts in
+    ``n_i`` and takes its place in the split) and ignored by the anchored step. Every
+    usable row must lie in the closed ball of radius :data:`UNIT_RADIUS` = 1/2, up to
+    :data:`BALL_TOLERANCE`; rows within the tolerance outside are scaled back onto the
+    sphere (float rounding of :meth:`PublicBounds.to_unit`).
+
+    Call it before anything is charged: it is the precondition the sensitivity
+    :math:`\sqrt m \max_i \beta_i / k'` relies on.
+
+    Parameters
+    ----------
+    groups : sequence of (n_i, d) arrays
+    name : str
+        The caller's name for ``groups`` in error messages.
+
+    Returns
+    -------
+    groups : list of (n_i, d) float arrays
+        Copies (unusable rows unchanged).
+    usable : list of (n_i,) bool arrays
+        Which rows are usable (curator-only information).
+
+    Raises
+    ------
+    InvalidDataError
+        Not a sequence of 2-D numeric arrays, no group, an empty group, mismatched
+        dimensions, or a usable point outside the ball (the message names the group and
+        the largest norm found).
+    """
+    if isinstance(groups, np.ndarray) and groups.ndim == 2:
+        raise InvalidDataError(
+            f"{name} must be a sequence of k point clouds (n_i, d), got a single 2-D array "
+            f"of shape {groups.shape}; wrap it in a list for k = 1")
+    try:
+        items = list(groups)  # type: ignore[call-overload]
+    except TypeError as exc:
+        raise InvalidDataError(
+            f"{name} must be a sequence of (n_i, d) arrays, got {type(groups).__name__}"
+        ) from exc
+    if not items:
+        raise InvalidDataError(f"{name} is empty (k = 0); at least one group is needed")
+    out, masks = [], []
+    d = None
+    for i, g in enumerate(items):
+        try:
+            arr = np.array(g, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidDataError(
+                f"{name}[{i}] must be numeric (missing values as NaN), got "
+                f"{type(g).__name__}") from exc
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+            raise InvalidDataError(
+                f"{name}[{i}] must be a non-empty (n_i, d) array, got shape {arr.shape}")
+        if d is None:
+            d = arr.shape[1]
+        elif arr.shape[1] != d:
+            raise InvalidDataError(
+                f"all {name} must have the same dimension d; {name}[0] has d={d} but "
+                f"{name}[{i}] has shape {arr.shape}")
+        ok = usable_rows(arr)
+        if np.any(ok):
+            norms = np.linalg.norm(arr[ok], axis=1)
+            largest = float(norms.max())
+            if not largest <= UNIT_RADIUS + BALL_TOLERANCE:
+                raise InvalidDataError(
+                    f"{name}[{i}] has a point of norm {largest:.6g} outside the ball of "
+                    f"radius {UNIT_RADIUS} that the sensitivity of output perturbation "
+                    "assumes (unit coordinates); map the data with PublicBounds.to_unit "
+                    "(which clips, and counts what it clipped) or clip it to the ball "
+                    "first. Nothing was charged")
+            over = norms > UNIT_RADIUS
+            if np.any(over):
+                idx = np.flatnonzero(ok)[over]
+                arr[idx] *= (UNIT_RADIUS / norms[over])[:, None]
+        out.append(arr)
+        masks.append(ok)
+    return out, masks
+
+
 def split_groups(groups: Sequence[np.ndarray], splits: int,
                  rng: np.random.Generator) -> list[list[np.ndarray]]:
     """Split every group into ``splits`` disjoint parts by a data-independent random permutation.
 
-    The part a point lands in depends on its index only (a uniformly random permutation
-    of ``range(n_i)``, dealt round-robin), never on its value, so replacing one point
-    changes exactly one part. Part sizes differ by at most one.
+    The part a row lands in depends on its index only (a uniformly random permutation
+    of ``range(n_i)`` over **all** rows, unusable ones included, dealt round-robin), never
+    on its value, so replacing one row changes exactly one part. Part sizes (in rows)
+    differ by at most one and are public; unusable rows (a non-finite coordinate) stay
+    in their part and are ignored by :func:`anchored_step`.
 
     Returns
     -------
@@ -174,23 +303,66 @@ def split_groups(groups: Sequence[np.ndarray], splits: int,
     kp = check_int(splits, "splits", minimum=1)
     out = []
     for i, g in enumerate(groups):
+        g = np.asarray(g)
         if kp > len(g):
             raise InvalidParameterError(
                 "splits", splits, f"at most the size of the smallest group (group {i} has "
-                f"{len(g)} points); each part needs at least one point")
+                f"{len(g)} rows); each part needs at least one row")
         order = rng.permutation(len(g))
         out.append([g[order[j::kp]] for j in range(kp)])
     return out
 
 
+@dataclass(frozen=True)
+class _StepStats:
+    """Curator-only counts of one anchored step (they depend on the data)."""
+
+    non_optimal_plans: int
+    empty_parts: int
+
+
+def _anchored_step(parts: Sequence[Sequence[np.ndarray]], anchor: np.ndarray,
+                   beta: np.ndarray, projection: np.ndarray | None,
+                   max_iter: int | None) -> tuple[np.ndarray, _StepStats]:
+    m = anchor.shape[0]
+    anchor_plan = anchor if projection is None else anchor @ projection.T
+    out = np.zeros(anchor.shape, dtype=np.float64)
+    non_optimal = empty = 0
+    for beta_i, group_parts in zip(beta, parts, strict=True):
+        w = beta_i / len(group_parts)
+        for part in group_parts:
+            rows = np.asarray(part, dtype=np.float64)
+            x = rows[usable_rows(rows)]
+            if x.shape[0] == 0:  # no usable row: the part contributes the centre 0
+                empty += 1
+                continue
+            # public budget: the part's row count (unusable rows included) and m
+            budget = plan_budget(rows.shape[0], m) if max_iter is None else max_iter
+            x_plan = x if projection is None else x @ projection.T
+            plan, optimal = budgeted_plan(x_plan, anchor_plan, p=2, max_iter=budget)
+            non_optimal += int(not optimal)
+            # any coupling works: column j carries mass 1/m, so its normalised column is a
+            # vector of convex weights (normalised again so that it sums to one exactly)
+            cols = plan.sum(axis=0)
+            weights = np.divide(plan, cols, out=np.full_like(plan, 1.0 / x.shape[0]),
+                                where=cols > 0)
+            out += w * (weights.T @ x)
+    return out, _StepStats(non_optimal, empty)
+
+
 def anchored_step(parts: Sequence[Sequence[np.ndarray]], anchor: np.ndarray, *,
-                  group_weights: np.ndarray, projection: np.ndarray | None = None) -> np.ndarray:
+                  group_weights: np.ndarray, projection: np.ndarray | None = None,
+                  max_iter: int | None = None) -> np.ndarray:
     r"""The anchored barycentric step :math:`F(D; a) = \sum_P w_P B_P(a)` (module docstring).
+
+    Total: every plan is solved within a public iteration budget and is a coupling
+    (optimal or repaired), so the step always answers; it never raises on the values.
 
     Parameters
     ----------
     parts : list of list of (n_P, d) arrays
-        From :func:`split_groups`.
+        From :func:`split_groups`. Rows with a non-finite coordinate are unusable and
+        ignored; a part with no usable row contributes the centre 0.
     anchor : (m, d) array
         Anchor atoms (public or already private), uniform weights.
     group_weights : (k,) array
@@ -198,23 +370,21 @@ def anchored_step(parts: Sequence[Sequence[np.ndarray]], anchor: np.ndarray, *,
     projection : (d', d) array, optional
         A JL matrix: plans are computed between projected points (paper 001 Thm 5);
         the barycentric means are taken in :math:`\mathbb{R}^d`.
+    max_iter : int, optional
+        Network-simplex budget of every plan. Default
+        :func:`~privot.ot.plan_budget` ``(n_P, m)`` with ``n_P`` the part's row count
+        (unusable rows included): a function of public sizes only.
 
     Returns
     -------
     (m, d) array
-        Each row a convex combination of input points.
+        Each row a weighted sum, with weights :math:`\beta_i/k'`, of convex combinations
+        of usable points (or 0) of each part.
     """
-    m = anchor.shape[0]
-    anchor_plan = anchor if projection is None else anchor @ projection.T
-    out = np.zeros_like(anchor, dtype=np.float64)
-    for beta, group_parts in zip(group_weights, parts, strict=True):
-        w = beta / len(group_parts)
-        for part in group_parts:
-            x_plan = part if projection is None else part @ projection.T
-            plan = optimal_plan(x_plan, anchor_plan, p=2)
-            # column j of the plan carries mass 1/m: m * plan[:, j] are convex weights
-            out += w * (m * plan.T) @ part
-    return out
+    anchor = np.asarray(anchor, dtype=np.float64)
+    beta = np.asarray(group_weights, dtype=np.float64)
+    budget = None if max_iter is None else check_int(max_iter, "max_iter", minimum=1)
+    return _anchored_step(parts, anchor, beta, projection, budget)[0]
 
 
 @dataclass(frozen=True, eq=False)
@@ -240,6 +410,15 @@ class PerturbationRelease:
     trajectory : list of (m, d) arrays
         The released anchors after each step (all private).
     params : dict
+        Public parameters (``calibration``, ``m``, ``k``, ``projection_dim``,
+        ``plan_max_iter``, ``group_sizes``: the public row counts).
+    curator_only : dict
+        **Curator-only, not publishable** (exact values computed from the raw data, no
+        noise): ``"non_optimal_plans"``, per step, the plans whose network simplex
+        stopped at its public budget and were repaired into a coupling (privacy is
+        unaffected; utility may be); ``"unusable_rows"``, per group, the rows with a
+        non-finite coordinate; ``"empty_parts"``, per group, the parts with no usable
+        row (they contributed the centre 0).
     """
 
     support: np.ndarray
@@ -251,8 +430,92 @@ class PerturbationRelease:
     secure: bool
     trajectory: list[np.ndarray] = field(repr=False)
     params: dict[str, Any] = field(default_factory=dict)
+    curator_only: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
+@dataclass(frozen=True)
+class _Checked:
+    groups: list[np.ndarray]
+    usable: list[np.ndarray]
+    beta: np.ndarray
+    epsilon: float
+    delta: float
+    splits: int
+    iterations: int
+    step_epsilon: float
+    step_delta: float
+    budget: int | None
+
+
+def _check_inputs(groups: object, *, m: int | None, epsilon: float, delta: float,
+                  splits: int, iterations: int, group_weights: object | None,
+                  calibration: str, plan_max_iter: int | None) -> _Checked:
+    gs, usable = check_unit_groups(groups, name="groups")
+    beta = check_weights(group_weights, len(gs), "group_weights")
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta, allow_zero=False)
+    kp = check_int(splits, "splits", minimum=1)
+    smallest = min(g.shape[0] for g in gs)
+    if kp > smallest:
+        raise InvalidParameterError(
+            "splits", splits, f"at most the size of the smallest group ({smallest} rows); "
+            "each part needs at least one row")
+    T = check_int(iterations, "iterations", minimum=1)
+    if calibration not in CALIBRATIONS:
+        raise InvalidParameterError("calibration", calibration, f"one of {CALIBRATIONS}")
+    budget = (None if plan_max_iter is None
+              else check_int(plan_max_iter, "plan_max_iter", minimum=1))
+    if calibration == "analytic":
+        # T steps that are each mu_T-GDP compose to sqrt(T) mu_T-GDP exactly (Dong, Roth
+        # and Su 2022, Cor. 3.3). A Gaussian step is released through the secure
+        # mechanism at a point (eps_t, delta) of the mu_T curve, so that its calibration
+        # gives sigma = Delta' / mu_T.
+        mu_step = accounting.gdp_mu_for(eps, dlt) / math.sqrt(T)
+        step_eps = accounting.gdp_to_epsilon(mu_step, dlt)
+        if not step_eps > 0:
+            raise InvalidParameterError(
+                "iterations", iterations, f"fewer steps: {T} steps leave each one mu = "
+                f"{mu_step:.3g}, below what delta={dlt:g} alone already covers")
+        step_delta = dlt
+    else:
+        step_eps, step_delta = eps / T, dlt / T  # basic composition of T classic steps
+    if m is not None:
+        mm = check_int(m, "m", minimum=1)
+        gaussian_sigma(perturbation_sensitivity(mm, beta, kp), step_eps, step_delta,
+                       calibration=calibration)
+    return _Checked(gs, usable, beta, eps, dlt, kp, T, step_eps, step_delta, budget)
+
+
+def check_perturbation_inputs(groups: Sequence[np.ndarray], *, m: int, epsilon: float,
+                              delta: float, splits: int = 1, iterations: int = 1,
+                              group_weights: np.ndarray | None = None,
+                              calibration: str = "analytic",
+                              plan_max_iter: int | None = None) -> None:
+    """Every check :func:`output_perturbation` makes on its data and parameters, alone.
+
+    For a caller that charges its accountant itself before calling
+    :func:`output_perturbation` (e.g. :func:`privot.barycenters.private_barycenter`): run
+    this first, before the charge, so that nothing can be refused afterwards. The
+    anchor and the projection are checked by :func:`output_perturbation` on their shapes
+    only (public), and the release then always answers.
+
+    Parameters
+    ----------
+    groups : sequence of (n_i, d) arrays
+        As in :func:`output_perturbation` (unit coordinates; unusable rows allowed).
+    m : int
+        Number of anchor atoms.
+    epsilon, delta, splits, iterations, group_weights, calibration, plan_max_iter
+        As in :func:`output_perturbation`.
+
+    Raises
+    ------
+    InvalidDataError, InvalidParameterError
+        As :func:`output_perturbation`.
+    """
+    _check_inputs(groups, m=m, epsilon=epsilon, delta=delta, splits=splits,
+                  iterations=iterations, group_weights=group_weights,
+                  calibration=calibration, plan_max_iter=plan_max_iter)
 
 
 def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, epsilon: float,
@@ -260,20 +523,25 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
                         group_weights: np.ndarray | None = None, calibration: str = "analytic",
                         projection: np.ndarray | None = None,
                         rng: np.random.Generator | int | None = None,
-                        accountant: Spender | None = None) -> PerturbationRelease:
+                        accountant: Spender | None = None,
+                        plan_max_iter: int | None = None) -> PerturbationRelease:
     r"""Release a barycenter support by noisy anchored steps; :math:`(\varepsilon,\delta)`-DP.
 
     Parameters
     ----------
     groups : sequence of (n_i, d) arrays
-        The sensitive groups **in unit coordinates** (inside the ball of radius 1/2;
-        :class:`~privot.barycenters.geometry.PublicBounds` maps and clips them).
+        The sensitive groups **in unit coordinates**: every usable row inside the closed
+        ball of radius 1/2 (checked, tolerance :data:`BALL_TOLERANCE`;
+        :meth:`PublicBounds.to_unit <privot.barycenters.geometry.PublicBounds.to_unit>`
+        maps and clips them). A row with a non-finite coordinate is unusable: it counts
+        in the public size ``n_i`` and in the split, and is otherwise ignored.
     anchor : (m, d) array
         Initial anchor atoms: public, or the output of an earlier private release.
     epsilon, delta : float
         Budget of all the Gaussian steps together; ``delta`` in (0, 1).
     splits : int
-        :math:`k'` parts per group (paper 001 Prop. 6), ``1 <= k' <= min_i n_i``.
+        :math:`k'` parts per group (paper 001 Prop. 6), ``1 <= k' <= min_i n_i`` (rows,
+        unusable ones included).
     iterations : int
         Number :math:`T` of noisy steps.
     group_weights : (k,) array, optional
@@ -293,49 +561,54 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
         Seeded randomness (splitting and noise) for experiments: ``secure=False``.
         Default: the OS CSPRNG for the noise.
     accountant : Spender, optional
-        Charged the total before any noise is drawn.
+        Charged the total before any noise is drawn, after every check.
+    plan_max_iter : int, optional
+        Network-simplex budget of every plan. Default
+        :func:`~privot.ot.plan_budget` ``(n_P, m)`` per part (``n_P`` its row count):
+        public sizes only. A plan that reaches the budget is repaired into a coupling
+        (counted in ``curator_only``); the release is still made.
 
     Returns
     -------
     PerturbationRelease
 
+    Raises
+    ------
+    InvalidDataError
+        Bad groups or anchor, or a usable point outside the ball of radius 1/2 (the
+        message names the group and the largest norm); raised before anything is
+        charged.
+    InvalidParameterError
+        A parameter outside its range, before anything is charged.
+
     Privacy
     -------
-    Unit: one point of one group; relation: replace one point
-    (:attr:`Neighbouring.REPLACE_ONE`, paper 000 Def. 4); group sizes are public.
+    Unit: one row of one group; relation: replace one row
+    (:attr:`Neighbouring.REPLACE_ONE`, paper 000 Def. 4), usable or not; the group sizes
+    ``n_i`` (rows, unusable included) are public. Sensitivity
+    :math:`\sqrt m \max_i \beta_i / k'` per step for any coupling (module docstring,
+    ``docs/privacy/barycenters.md``). Total: once charged, the release always answers
+    after a bounded amount of work fixed by public sizes.
     """
-    gs, _, beta = check_measures(groups, None, group_weights, name="groups")
-    k = len(gs)
+    chk = _check_inputs(groups, m=None, epsilon=epsilon, delta=delta, splits=splits,
+                        iterations=iterations, group_weights=group_weights,
+                        calibration=calibration, plan_max_iter=plan_max_iter)
+    gs, usable, beta, k = chk.groups, chk.usable, chk.beta, len(chk.groups)
+    eps, dlt, kp, T, budget = chk.epsilon, chk.delta, chk.splits, chk.iterations, chk.budget
     a0 = check_points(anchor, "anchor")
     m, d = a0.shape
     if d != gs[0].shape[1]:
         raise InvalidDataError(f"anchor has dimension {d}, the groups have {gs[0].shape[1]}")
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta, allow_zero=False)
-    kp = check_int(splits, "splits", minimum=1)
-    T = check_int(iterations, "iterations", minimum=1)
-    if calibration not in CALIBRATIONS:
-        raise InvalidParameterError("calibration", calibration, f"one of {CALIBRATIONS}")
     if projection is not None:
         projection = np.asarray(projection, dtype=np.float64)
-        if projection.ndim != 2 or projection.shape[1] != d:
-            raise InvalidParameterError("projection", projection.shape, f"a (d', {d}) matrix")
-
+        if (projection.ndim != 2 or projection.shape[1] != d
+                or not np.all(np.isfinite(projection))):
+            raise InvalidParameterError("projection", projection.shape,
+                                        f"a finite (d', {d}) matrix")
     sens = perturbation_sensitivity(m, beta, kp)
-    if calibration == "analytic":
-        # T steps that are each mu_T-GDP compose to sqrt(T) mu_T-GDP exactly (Dong, Roth
-        # and Su 2022, Cor. 3.3). A Gaussian step is released through the secure
-        # mechanism at a point (eps_t, delta) of the mu_T curve, so that its calibration
-        # gives sigma = Delta' / mu_T.
-        mu_step = accounting.gdp_mu_for(eps, dlt) / math.sqrt(T)
-        step_eps = accounting.gdp_to_epsilon(mu_step, dlt)
-        if not step_eps > 0:
-            raise InvalidParameterError(
-                "iterations", iterations, f"fewer steps: {T} steps leave each one mu = "
-                f"{mu_step:.3g}, below what delta={dlt:g} alone already covers")
-        step_delta = dlt
-    else:
-        step_eps, step_delta = eps / T, dlt / T  # basic composition of T classic steps
+    step_eps, step_delta = chk.step_epsilon, chk.step_delta
+    # the Gaussian calibration's own checks (e.g. classic needs eps < 1), before the charge
+    gaussian_sigma(sens, step_eps, step_delta, calibration=calibration)
     gen = as_generator(rng) if rng is not None else np.random.default_rng()
     noise_rng = gen if rng is not None else None  # None: the OS CSPRNG
     parts = split_groups(gs, kp, gen)  # data-independent, so its randomness need not be secret
@@ -347,8 +620,10 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
     a = a0
     trajectory = []
     releases = []
+    non_optimal = []
     for _ in range(T):
-        exact = anchored_step(parts, a, group_weights=beta, projection=projection)
+        exact, stats = _anchored_step(parts, a, beta, projection, budget)
+        non_optimal.append(stats.non_optimal_plans)
         rel = gaussian_mechanism(exact, sensitivity=sens, epsilon=step_eps, delta=step_delta,
                                  calibration=calibration, rng=noise_rng,
                                  relation=Neighbouring.REPLACE_ONE)
@@ -362,4 +637,14 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
         support=a, cost=PrivacyCost(eps, dlt, mu), sigma=sigma, sensitivity=sens, splits=kp,
         iterations=T, secure=all(r.secure for r in releases), trajectory=trajectory,
         params={"calibration": calibration, "m": m, "k": k,
-                "projection_dim": None if projection is None else projection.shape[0]})
+                "projection_dim": None if projection is None else projection.shape[0],
+                "plan_max_iter": budget, "group_sizes": [int(g.shape[0]) for g in gs]},
+        curator_only={"non_optimal_plans": non_optimal,
+                      "unusable_rows": [int(np.count_nonzero(~u)) for u in usable],
+                      "empty_parts": _empty_parts(parts)})
+
+
+def _empty_parts(parts: Sequence[Sequence[np.ndarray]]) -> list[int]:
+    """Per group, the parts with no usable row (curator-only)."""
+    return [sum(int(not np.any(usable_rows(np.asarray(p, dtype=np.float64)))) for p in gp)
+            for gp in parts]

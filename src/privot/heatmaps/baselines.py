@@ -8,7 +8,9 @@ r"""The baselines of paper 002, Sec. 4 ("Baselines"): Laplace noise on every cel
 Both release one vector, :math:`\mathbf{s} + \nu` with
 :math:`\nu \sim \mathrm{Lap}(1/\varepsilon)^{\Delta^2}`; everything after the noise is
 post-processing with data-independent rules (the number of kept cells depends only on
-``t`` and :math:`\Delta`).
+``t`` and :math:`\Delta`). Every parameter, ``covered`` included, is checked before the
+budget is charged; after the noise nothing can fail (zeroing, a top-``t`` selection, a
+normalisation with a public uniform fallback): the path is total.
 """
 
 from __future__ import annotations
@@ -89,6 +91,14 @@ def _top_cells(flat: np.ndarray, k: int) -> np.ndarray:
     return np.concatenate([above, ties])
 
 
+def _covered_mask(covered: np.ndarray | None, d: int) -> np.ndarray:
+    """The fallback's public mask, checked before anything is charged."""
+    mask = np.ones((d, d), dtype=bool) if covered is None else np.asarray(covered, dtype=bool)
+    if mask.shape != (d, d) or not mask.any():
+        raise InvalidDataError(f"covered must be a ({d}, {d}) bool array with a True cell")
+    return mask
+
+
 def _noisy_cells(sums: np.ndarray | CellSums, epsilon: float, accountant: Spender | None,
                  rng: np.random.Generator | None, method: str) -> tuple[np.ndarray, Release]:
     eps = check_epsilon(epsilon)
@@ -105,15 +115,10 @@ def _noisy_cells(sums: np.ndarray | CellSums, epsilon: float, accountant: Spende
 
 
 def _finish(noisy: np.ndarray, estimate: np.ndarray, rel: Release, top: float | None,
-            covered: np.ndarray | None) -> BaselineResult:
-    d = estimate.shape[0]
+            mask: np.ndarray) -> BaselineResult:
     total = float(estimate.sum())
     fallback = not total > 0
     if fallback:
-        mask = (np.ones((d, d), dtype=bool) if covered is None
-                else np.asarray(covered, dtype=bool))
-        if mask.shape != (d, d) or not mask.any():
-            raise InvalidDataError(f"covered must be a ({d}, {d}) bool array with a True cell")
         dist = mask / float(np.count_nonzero(mask))
     else:
         dist = estimate / total
@@ -131,7 +136,10 @@ def laplace_baseline(sums: np.ndarray | CellSums, *, epsilon: float,
     Parameters
     ----------
     sums : (Delta, Delta) array or CellSums
-        :math:`\mathbf{s} = \sum_u\mathbf{p}_u`, each user's distribution of L1 norm <= 1.
+        :math:`\mathbf{s} = \sum_u\mathbf{p}_u`, each user's distribution of L1 norm <= 1:
+        enforced by construction in a :class:`~privot.heatmaps.aggregate.CellSums` from
+        :func:`~privot.heatmaps.aggregate.user_distributions_sum` or an engine; a raw
+        array is the caller's statement that it holds (not checkable on an aggregate).
     epsilon : float
         > 0.
     accountant : PrivacyAccountant, optional
@@ -139,7 +147,8 @@ def laplace_baseline(sums: np.ndarray | CellSums, *, epsilon: float,
     rng : numpy.random.Generator, optional
         None: OS CSPRNG; a seeded generator marks the release ``secure=False``.
     covered : (Delta, Delta) bool array, optional
-        Cells of the uniform fallback when every noisy cell is negative.
+        Cells of the uniform fallback when every noisy cell is negative (checked before
+        anything is charged: at least one True cell).
 
     Returns
     -------
@@ -153,8 +162,10 @@ def laplace_baseline(sums: np.ndarray | CellSums, *, epsilon: float,
     :math:`\Delta^2` cells is pure :math:`\varepsilon`-DP. Zeroing and normalising are
     post-processing. ``docs/privacy/heatmaps.md``.
     """
-    noisy, rel = _noisy_cells(sums, epsilon, accountant, rng, "laplace")
-    return _finish(noisy, np.maximum(noisy, 0.0), rel, None, covered)
+    s = _as_sums(sums)
+    mask = _covered_mask(covered, s.shape[0])  # checked before any charge or noise
+    noisy, rel = _noisy_cells(s, epsilon, accountant, rng, "laplace")
+    return _finish(noisy, np.maximum(noisy, 0.0), rel, None, mask)
 
 
 def threshold_baseline(sums: np.ndarray | CellSums, *, epsilon: float,
@@ -187,9 +198,10 @@ def threshold_baseline(sums: np.ndarray | CellSums, *, epsilon: float,
     """
     s = _as_sums(sums)
     k = threshold_count(top_percent, s.size)  # validated before any charge or noise
+    mask = _covered_mask(covered, s.shape[0])
     noisy, rel = _noisy_cells(s, epsilon, accountant, rng, "threshold")
     flat = noisy.ravel()
     top = _top_cells(flat, k)
     est = np.zeros_like(flat)
     est[top] = np.maximum(flat[top], 0.0)
-    return _finish(noisy, est.reshape(noisy.shape), rel, float(top_percent), covered)
+    return _finish(noisy, est.reshape(noisy.shape), rel, float(top_percent), mask)

@@ -56,6 +56,7 @@ from privot.errors import ConvergenceError, InvalidDataError, InvalidParameterEr
 from privot.heatmaps.aggregate import CellSums
 from privot.heatmaps.measure import _as_sums
 from privot.heatmaps.pyramid import block_sums
+from privot.heatmaps.reconstruct import lp_budget
 from privot.privacy.budget import TaggedSpender, check_spender, ensure_affordable
 from privot.privacy.mechanisms import laplace_mechanism
 from privot.privacy.types import Neighbouring, Release, Spender
@@ -183,6 +184,9 @@ class EMDProjection:
         :math:`\mathbf 1^\top r`, unmatched mass created (costing :math:`\alpha` each).
     n_variables, n_constraints : int
     solver_message : str
+    lp_fallback : bool
+        HiGHS gave no optimum within its public iteration budget and
+        :math:`\hat s = \max(\tilde s, 0)` stands in (a feasible point of the LP).
     """
 
     estimate: np.ndarray
@@ -192,6 +196,7 @@ class EMDProjection:
     n_variables: int
     n_constraints: int
     solver_message: str
+    lp_fallback: bool = False
 
 
 def emd_projection(noisy: np.ndarray, *, alpha: float = EMD_ALPHA,
@@ -234,13 +239,24 @@ def emd_projection(noisy: np.ndarray, *, alpha: float = EMD_ALPHA,
     # -(A f) - r <= s~  <=>  s~ + A f + r >= 0
     a_ub = sparse.hstack([-inc, -sparse.identity(n, format="csc")], format="csc")
     c = np.concatenate([np.full(n_e, 1.0 / d), np.full(n, a)])
-    res = _linprog(c, A_ub=a_ub, b_ub=s_t.ravel(),
-                   options={"presolve": n > 4096})
-    f, r = res.x[:n_e], res.x[n_e:]
+    # A release path is total: HiGHS runs under an iteration budget set by the LP's size
+    # (public), and if it gives no optimum the feasible point f = 0, r = max(-s~, 0)
+    # stands in (s^ = max(s~, 0)): post-processing of the release either way.
+    res = optimize.linprog(c, method="highs", bounds=(0, None), A_ub=a_ub, b_ub=s_t.ravel(),
+                           options={"presolve": n > 4096,
+                                    "maxiter": lp_budget(n, n_e + n)})
+    fallback = res.status != 0 or res.x is None
+    if fallback:
+        f, r = np.zeros(n_e), np.maximum(-s_t.ravel(), 0.0)
+        objective = float(a * r.sum())
+    else:
+        f, r = res.x[:n_e], res.x[n_e:]
+        objective = float(res.fun)
     s_hat = np.maximum(s_t.ravel() + inc @ f + r, 0.0).reshape(d, d)
-    return EMDProjection(estimate=s_hat, objective=float(res.fun),
+    return EMDProjection(estimate=s_hat, objective=objective,
                          transport_cost=float(f.sum() / d), mass_added=float(r.sum()),
-                         n_variables=n_e + n, n_constraints=n, solver_message=str(res.message))
+                         n_variables=n_e + n, n_constraints=n, solver_message=str(res.message),
+                         lp_fallback=bool(fallback))
 
 
 @dataclass(frozen=True)

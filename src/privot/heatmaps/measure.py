@@ -172,7 +172,12 @@ def measure(sums: np.ndarray | CellSums, *, epsilon: float, w: int = DEFAULT_W,
         :math:`\mathbf{s} = \sum_u \mathbf{p}_u` with every user's :math:`\mathbf{p}_u`
         of L1 norm at most 1 (as built by
         :func:`~privot.heatmaps.aggregate.user_distributions_sum`). ``Delta`` a power of
-        two.
+        two. The per-user bound is what the sensitivity relies on and cannot be read
+        off an aggregate: a :class:`~privot.heatmaps.aggregate.CellSums` from
+        :func:`~privot.heatmaps.aggregate.user_distributions_sum` or an engine enforces
+        it by construction (each user's points weigh :math:`1/n_u`); a raw array is the
+        caller's statement that it holds (only its shape, finiteness and sign are
+        checked).
     epsilon : float
         Total budget > 0, split over the levels by :func:`level_budgets`.
     w : int, default 20

@@ -28,6 +28,10 @@ objective). ``lp="full"`` solves the direct LP over all leaves (``Delta <= 64``)
 comparison.
 
 Everything here is post-processing of the released measurements: no privacy cost.
+It is also **total**: HiGHS runs under a public iteration budget (a function of the LP's
+size, which depends only on ``w`` and the levels), and if it does not return an
+optimum the estimate is the documented fallback "finest kept level, clipped at 0"
+(flagged ``lp_fallback``); nothing here raises because of the values released.
 """
 
 from __future__ import annotations
@@ -40,17 +44,28 @@ import numpy as np
 from scipy import optimize, sparse
 
 from privot._validation import check_int
-from privot.errors import ConvergenceError, InvalidDataError, InvalidParameterError
+from privot.errors import InvalidDataError, InvalidParameterError
 from privot.heatmaps.measure import Measurements
 from privot.heatmaps.pyramid import children_flat, pyramid
 
-__all__ = ["FULL_LP_MAX_RESOLUTION", "LP_FORMS", "Reconstruction", "reconstruct"]
+__all__ = ["FULL_LP_MAX_RESOLUTION", "LP_FORMS", "Reconstruction", "lp_budget", "reconstruct"]
 
 LP_FORMS = ("compact", "full")
 #: Largest resolution for which ``lp="full"`` (Delta^2 variables) is allowed.
 FULL_LP_MAX_RESOLUTION = 64
 #: HiGHS presolve is switched on above this many LP rows.
 _PRESOLVE_ROWS = 2000
+#: HiGHS iteration budget: at least this many iterations ...
+LP_MIN_ITER = 10_000
+#: ... and this many per row and per column of the LP (measured: the compact LP of
+#: Delta = 4096, w = 1000, 16,512 x 30,280, needs about 8,000 simplex iterations).
+LP_ITER_PER_UNIT = 10
+
+
+def lp_budget(n_rows: int, n_cols: int) -> int:
+    """HiGHS iteration budget of an ``n_rows x n_cols`` LP: a function of its size only
+    (public: the sizes depend on ``w`` and the levels, not on the values)."""
+    return max(LP_MIN_ITER, LP_ITER_PER_UNIT * (int(n_rows) + int(n_cols)))
 
 
 @dataclass(frozen=True)
@@ -86,6 +101,12 @@ class Reconstruction:
         fallback.
     solver_message : str
         HiGHS's status message.
+    lp_fallback : bool
+        True when HiGHS did not return an optimum within its budget (:func:`lp_budget`)
+        and ``estimate`` is the fallback: the finest level's kept cells,
+        :math:`\max(2^\ell\hat{\mathbf{y}}_\ell, 0)` on :math:`S_\ell`, zero elsewhere
+        (``objective`` is then that estimate's objective, not the LP optimum). A
+        function of the release: publishable.
     """
 
     estimate: np.ndarray
@@ -102,13 +123,18 @@ class Reconstruction:
     n_constraints: int
     fallback_uniform: bool
     solver_message: str
+    lp_fallback: bool = False
 
     def objective_of(self, s: np.ndarray) -> float:
         r""":math:`\|\hat{\mathbf{y}} - \mathbf{P}s\|_1` over the measured rows, for any
         ``(Delta, Delta)`` array ``s`` (the LP objective of line 9)."""
-        levels = pyramid(np.asarray(s, dtype=np.float64), start_level=self.start_level)
-        return math.fsum(float(np.abs(yh - np.ldexp(ps, -(self.start_level + j))).sum())
-                         for j, (yh, ps) in enumerate(zip(self.y_hat, levels, strict=True)))
+        return _objective_of(self.y_hat, self.start_level, s)
+
+
+def _objective_of(y_hat: Sequence[np.ndarray], q: int, s: np.ndarray) -> float:
+    levels = pyramid(np.asarray(s, dtype=np.float64), start_level=q)
+    return math.fsum(float(np.abs(yh - np.ldexp(ps, -(q + j))).sum())
+                     for j, (yh, ps) in enumerate(zip(y_hat, levels, strict=True)))
 
 
 def _parse(measurements: Measurements | Sequence[np.ndarray],
@@ -166,7 +192,7 @@ def _ancestor(level: int, cells: np.ndarray, target: int) -> np.ndarray:
 
 
 def _solve(cost: np.ndarray, rows: np.ndarray, cols: np.ndarray, n_rows: int,
-           b: np.ndarray, row_weight: np.ndarray) -> tuple[np.ndarray, float, str]:
+           b: np.ndarray, row_weight: np.ndarray) -> tuple[np.ndarray | None, float, str]:
     r"""min cost.x + row_weight.u  s.t.  |b - A x| <= u,  x, u >= 0 (HiGHS).
 
     ``A`` (``n_rows x len(cost)``) has a 1 at each ``(rows[k], cols[k])``: row ``r`` sums
@@ -176,6 +202,10 @@ def _solve(cost: np.ndarray, rows: np.ndarray, cols: np.ndarray, n_rows: int,
     optimum (the :math:`t_c` of ``docs/privacy/heatmaps.md`` is :math:`2^{-i}u_c`; rows
     scaled to 0/1 coefficients for conditioning). The constraints are
     :math:`A x - u \le b` and :math:`-A x - u \le -b`.
+
+    The LP is always feasible (``x = 0``, ``u = |b|``) and bounded below by 0; HiGHS runs
+    under :func:`lp_budget` iterations. Returns ``x`` None when it does not report an
+    optimum with a finite solution (the caller then uses its fallback).
     """
     n_x = cost.size
     nnz = rows.size
@@ -185,18 +215,19 @@ def _solve(cost: np.ndarray, rows: np.ndarray, cols: np.ndarray, n_rows: int,
     v = np.concatenate([np.ones(nnz), -np.ones(nnz), -np.ones(2 * n_rows)])
     a_ub = sparse.csc_matrix((v, (r, c)), shape=(2 * n_rows, n_x + n_rows))
     # presolve only pays for itself on large programs (the compact LP is a few hundred rows)
-    options = {"presolve": n_rows > _PRESOLVE_ROWS}
+    options = {"presolve": n_rows > _PRESOLVE_ROWS,
+               "maxiter": lp_budget(a_ub.shape[0], a_ub.shape[1])}
     res = optimize.linprog(np.concatenate([cost, row_weight]), A_ub=a_ub,
                            b_ub=np.concatenate([b, -b]), bounds=(0, None), method="highs",
                            options=options)
-    if res.status != 0 or res.x is None:
-        raise ConvergenceError(f"the RECONSTRUCT linear program failed (HiGHS status "
-                               f"{res.status}: {res.message})")
+    msg = f"HiGHS status {res.status}: {res.message}"
+    if res.status != 0 or res.x is None or not np.all(np.isfinite(res.x[:n_x])):
+        return None, math.nan, msg
     return np.maximum(res.x[:n_x], 0.0), float(res.fun), str(res.message)
 
 
 def _compact(values: list[np.ndarray], q: int, kept: list[np.ndarray],
-             left: list[np.ndarray]) -> tuple[np.ndarray, float, int, int, str]:
+             left: list[np.ndarray]) -> tuple[np.ndarray | None, float, int, int, str]:
     """Line 9 with one variable per kept leaf and per left-out cell (O(w ell))."""
     ell = q + len(values) - 1
     d = 1 << ell
@@ -230,6 +261,8 @@ def _compact(values: list[np.ndarray], q: int, kept: list[np.ndarray],
                              for j in range(len(values))])
     x, fun, msg = _solve(np.concatenate(costs), np.concatenate(rows), np.concatenate(cols),
                          n_rows, b, weight)
+    if x is None:
+        return None, fun, n_vars + n_rows, 2 * n_rows, msg
 
     s_hat = np.zeros((d, d))
     s_hat.ravel()[kept[-1]] = x[:kept[-1].size]
@@ -245,7 +278,7 @@ def _compact(values: list[np.ndarray], q: int, kept: list[np.ndarray],
 
 
 def _full(values: list[np.ndarray], q: int, kept: list[np.ndarray]
-          ) -> tuple[np.ndarray, float, int, int, str]:
+          ) -> tuple[np.ndarray | None, float, int, int, str]:
     """Line 9 as written: one variable per leaf, one row per cell of every measured level."""
     ell = q + len(values) - 1
     d = 1 << ell
@@ -261,7 +294,17 @@ def _full(values: list[np.ndarray], q: int, kept: list[np.ndarray]
         offset += values[j].size
     x, fun, msg = _solve(np.zeros(d * d), np.concatenate(rows), np.tile(leaves, len(values)),
                          offset, np.concatenate(b), np.concatenate(weight))
-    return x.reshape(d, d), fun, d * d + offset, 2 * offset, msg
+    return (None if x is None else x.reshape(d, d)), fun, d * d + offset, 2 * offset, msg
+
+
+def _finest_level_fallback(values: list[np.ndarray], q: int,
+                           kept: list[np.ndarray]) -> np.ndarray:
+    r"""The fallback estimate: :math:`\max(2^\ell y'_\ell, 0)` on :math:`S_\ell`, 0 elsewhere."""
+    ell = q + len(values) - 1
+    d = 1 << ell
+    s_hat = np.zeros((d, d))
+    s_hat.ravel()[kept[-1]] = np.maximum(np.ldexp(values[-1].ravel()[kept[-1]], ell), 0.0)
+    return s_hat
 
 
 def reconstruct(measurements: Measurements | Sequence[np.ndarray], *, w: int | None = None,
@@ -294,13 +337,17 @@ def reconstruct(measurements: Measurements | Sequence[np.ndarray], *, w: int | N
     ------
     InvalidParameterError
         Unknown ``lp``, ``lp="full"`` above ``Delta = 64``, ``w < 1``.
-    ConvergenceError
-        If HiGHS does not return an optimum.
+    InvalidDataError
+        Measurements of the wrong shapes or non-finite; ``covered`` not a
+        ``(Delta, Delta)`` bool array with a True cell (checked first, whatever the
+        values).
 
     Privacy
     -------
     Post-processing of released measurements: no privacy cost, nothing data-dependent
-    is read. ``docs/privacy/heatmaps.md`` (compact LP derivation).
+    is read. Total: HiGHS runs under the public budget :func:`lp_budget`; if it does
+    not return an optimum the estimate is the finest kept level clipped at 0
+    (``lp_fallback``). ``docs/privacy/heatmaps.md`` (compact LP derivation).
     """
     if lp not in LP_FORMS:
         raise InvalidParameterError("lp", lp, f"one of {LP_FORMS}")
@@ -310,11 +357,17 @@ def reconstruct(measurements: Measurements | Sequence[np.ndarray], *, w: int | N
     if lp == "full" and d > FULL_LP_MAX_RESOLUTION:
         raise InvalidParameterError("lp", lp, f"'compact' for resolution {d}; the full LP "
                                     f"is only allowed up to {FULL_LP_MAX_RESOLUTION}")
+    mask = (np.ones((d, d), dtype=bool) if covered is None
+            else np.asarray(covered, dtype=bool))
+    if mask.shape != (d, d) or not mask.any():
+        raise InvalidDataError(f"covered must be a ({d}, {d}) bool array with a True "
+                               "cell")
     kept, left = _select(values, q, w)
     if lp == "compact":
         s_hat, fun, n_vars, n_cons, msg = _compact(values, q, kept, left)
     else:
         s_hat, fun, n_vars, n_cons, msg = _full(values, q, kept)
+    lp_fallback = s_hat is None
 
     y_hat = []
     for j, v in enumerate(values):
@@ -322,14 +375,12 @@ def reconstruct(measurements: Measurements | Sequence[np.ndarray], *, w: int | N
         yh.ravel()[kept[j]] = v.ravel()[kept[j]]
         y_hat.append(yh)
 
+    if s_hat is None:  # HiGHS gave no optimum: documented post-processing rule, flagged
+        s_hat = _finest_level_fallback(values, q, kept)
+        fun = _objective_of(y_hat, q, s_hat)
     total = float(s_hat.sum())
     fallback = not total > 0
     if fallback:  # post-processing rule, stated in diagnostics
-        mask = (np.ones((d, d), dtype=bool) if covered is None
-                else np.asarray(covered, dtype=bool))
-        if mask.shape != (d, d) or not mask.any():
-            raise InvalidDataError(f"covered must be a ({d}, {d}) bool array with a True "
-                                   "cell")
         dist = mask / float(np.count_nonzero(mask))
     else:
         dist = s_hat / total
@@ -337,4 +388,4 @@ def reconstruct(measurements: Measurements | Sequence[np.ndarray], *, w: int | N
                           start_level=q, levels=ell, w=w, kept=tuple(kept),
                           left_out=tuple(left), y_hat=tuple(y_hat), n_variables=n_vars,
                           n_constraints=n_cons, fallback_uniform=fallback,
-                          solver_message=msg)
+                          solver_message=msg, lp_fallback=lp_fallback)

@@ -3,7 +3,9 @@
 One private module per solver family, re-exported here:
 
 * exact W_p between weighted point clouds (POT's network simplex): :func:`wasserstein_distance`,
-  :func:`optimal_plan`, :func:`ground_cost`;
+  :func:`optimal_plan`, :func:`ground_cost`; the total solver for release paths,
+  :func:`budgeted_plan` -> :class:`BudgetedPlan` (always a coupling in Pi(a, b) after a
+  public iteration budget :func:`plan_budget`), and :func:`round_to_polytope`;
 * entropic OT, log-domain Sinkhorn: :func:`sinkhorn` -> :class:`SinkhornResult`;
 * closed-form 1-D W2 for unequal sizes and its gradients (paper 004, Props 3.1, 3.2):
   :func:`w2_squared_1d`, :func:`w2_squared_1d_with_grad`, :func:`quantile_coupling`
@@ -21,7 +23,16 @@ The maths is in ``docs/ot.md``.
 
 from privot.ot._barycenter import BARYCENTER_METHODS, BarycenterFit, free_support_barycenter
 from privot.ot._barycenter_steps import barycenter_cost, solution_weights, support_points
-from privot.ot._exact import METRICS, ground_cost, optimal_plan, wasserstein_distance
+from privot.ot._exact import (
+    METRICS,
+    BudgetedPlan,
+    budgeted_plan,
+    ground_cost,
+    optimal_plan,
+    plan_budget,
+    round_to_polytope,
+    wasserstein_distance,
+)
 from privot.ot._one_d import (
     Coupling1D,
     quantile_coupling,
@@ -38,6 +49,10 @@ __all__ = [
     "ground_cost",
     "wasserstein_distance",
     "optimal_plan",
+    "BudgetedPlan",
+    "budgeted_plan",
+    "plan_budget",
+    "round_to_polytope",
     "SinkhornResult",
     "sinkhorn",
     "Coupling1D",

@@ -18,12 +18,23 @@ for the current support, then Algorithm 4 for the plans"; they differ in the pla
 * ``"pot-sinkhorn"``, ``"pot-exact"``: POT's :func:`ot.bregman.free_support_sinkhorn_barycenter`
   and :func:`ot.lp.free_support_barycenter`, for comparison.
 
+With ``on_failure="fallback"`` the solver is *total*: a failure of the requested method
+(non-finite or collapsed atoms, failed Sinkhorn potentials, POT's numerical errors)
+falls back to the exact fixed point from the same start, with the public budget
+``n_outer`` and feasible plans under a public iteration budget
+(:func:`~privot.ot.budgeted_plan`); if that fails too, to the start itself (``m`` atoms
+of the pooled input support chosen by the k-means++ rule with the caller's generator,
+or the caller's ``init``). :attr:`BarycenterFit.fallback` says which was used.
+
 Privacy
 -------
 Non-private numerics (``epsilon`` here is the entropic regularisation). The private
 barycenters call these solvers on already private coresets only (post-processing,
 ``privot.barycenters.api``); output perturbation adds noise to its own anchored step,
 whose sensitivity is derived in ``docs/privacy/barycenters.md``, not to these outputs.
+A release path calls it with ``on_failure="fallback"`` so that it always answers after
+the budget is charged; which fallback was used is a function of the (private) input
+measures only, so it is as publishable as the support.
 """
 
 from __future__ import annotations
@@ -40,6 +51,8 @@ from privot._validation import check_int, check_positive
 from privot.errors import ConvergenceError, InvalidDataError, InvalidParameterError
 from privot.ot._barycenter_sinkhorn import batched_cost, pad_groups, solve_entropic
 from privot.ot._barycenter_steps import (
+    ON_FAILURE,
+    Planner,
     check_measures,
     check_support,
     exact_cost,
@@ -52,10 +65,15 @@ from privot.ot._barycenter_steps import (
 )
 from privot.ot._common import as_generator, check_p
 
-__all__ = ["BarycenterFit", "free_support_barycenter", "BARYCENTER_METHODS"]
+__all__ = ["BarycenterFit", "free_support_barycenter", "BARYCENTER_METHODS", "FALLBACKS",
+           "ON_FAILURE"]
 
 #: Methods accepted by :func:`free_support_barycenter`.
 BARYCENTER_METHODS = ("sinkhorn", "exact", "pot-sinkhorn", "pot-exact")
+#: Values of :attr:`BarycenterFit.fallback` (None: the requested method answered).
+FALLBACKS = ("exact", "initial")
+#: Numerical failures that ``on_failure="fallback"`` turns into a fallback.
+_FAILURES = (ConvergenceError, ArithmeticError, np.linalg.LinAlgError)
 
 #: Default number of exact polishing steps after the Sinkhorn fixed point.
 DEFAULT_POLISH = 1
@@ -93,6 +111,19 @@ class BarycenterFit:
         ones (polishing steps included); empty for ``"pot-*"``.
     reg : float or None
         Entropic regularisation (None for exact methods).
+    fallback : {None, "exact", "initial"}
+        ``on_failure="fallback"`` only: None when ``method`` answered; ``"exact"`` when it
+        failed and the support is the exact fixed point from the same start (``n_outer``,
+        ``converged`` and ``history`` are then that run's); ``"initial"`` when that failed
+        too and the support is the start (k-means++ atoms of the pooled input, or
+        ``init``; ``n_outer`` 0). Always None with ``on_failure="raise"``.
+    failure : str or None
+        The error(s) that caused the fallback (type and message), else None.
+    non_optimal_plans : int
+        ``on_failure="fallback"`` only: exact plans (polishing, fallback steps and the
+        final cost) whose network simplex stopped at its public budget
+        (:func:`~privot.ot.plan_budget`) and that were repaired into feasible couplings;
+        ``cost`` is then an upper bound of the exact objective.
     """
 
     support: np.ndarray
@@ -103,6 +134,9 @@ class BarycenterFit:
     converged: bool
     history: np.ndarray
     reg: float | None
+    fallback: str | None = None
+    failure: str | None = None
+    non_optimal_plans: int = 0
 
 
 def _initial_support(pooled: np.ndarray, mass: np.ndarray, m: int,
@@ -131,7 +165,8 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
                             group_weights: np.ndarray | None = None, p: float = 2,
                             method: str = "sinkhorn", reg: float = 1e-3, n_outer: int = 50,
                             n_inner: int = 100, tol: float = 1e-5, polish: int | None = None,
-                            rng: np.random.Generator | int | None = None) -> BarycenterFit:
+                            rng: np.random.Generator | int | None = None,
+                            on_failure: str = "raise") -> BarycenterFit:
     """Free-support Wasserstein barycenter with m uniformly weighted atoms.
 
     Minimises :math:`F(\\nu) = \\sum_i \\beta_i W_p^p(\\mu_i, \\nu)` over
@@ -196,6 +231,15 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
     rng : numpy.random.Generator or int, optional
         Randomness of the default initialisation (an int is a seed). None draws a fresh
         generator from OS entropy (not reproducible); numpy's global state is never used.
+    on_failure : {"raise", "fallback"}, default "raise"
+        ``"raise"``: a numerical failure raises ``ConvergenceError`` (below).
+        ``"fallback"``: the call always answers once its inputs are valid. Every exact
+        plan is solved within the public budget :func:`~privot.ot.plan_budget`
+        ``(n_i, m)`` and repaired into a feasible coupling if the budget runs out; if
+        ``method`` fails (``ConvergenceError``, a floating-point error), the exact fixed
+        point is run from the same start for at most ``n_outer`` steps; if that fails
+        too, the start is returned. :attr:`BarycenterFit.fallback` and ``failure`` say
+        what happened. For release paths (post-processing after the budget is charged).
 
     Returns
     -------
@@ -208,9 +252,11 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
         ``init`` of the wrong shape or inconsistent with ``m``.
     InvalidParameterError
         ``m`` outside ``[1, sum_i n_i]``, ``reg <= 0``, ``p < 1``, an unknown ``method``,
-        ``n_outer``/``n_inner < 1``, ``tol <= 0``, ``polish < 0`` or a bad ``rng``.
+        ``n_outer``/``n_inner < 1``, ``tol <= 0``, ``polish < 0``, a bad ``rng`` or an
+        unknown ``on_failure``.
     ConvergenceError
-        Non-finite or collapsed support, a failed network simplex.
+        ``on_failure="raise"`` only: non-finite or collapsed support, a failed network
+        simplex.
     """
     clouds, weights, beta = check_measures(measures, measure_weights, group_weights)
     if not isinstance(method, str) or method not in BARYCENTER_METHODS:
@@ -226,6 +272,9 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
     n_polish = DEFAULT_POLISH if polish is None else check_int(polish, "polish", minimum=0)
     if method.startswith("pot-") and pp != 2:
         raise InvalidParameterError("p", p, f"2 for method={method!r} (POT's solvers)")
+    if on_failure not in ON_FAILURE:
+        raise InvalidParameterError("on_failure", on_failure, f"one of {ON_FAILURE}")
+    planner = Planner(on_failure)
     n_total = sum(x.shape[0] for x in clouds)
     clouds, weights = merge_duplicates(clouds, weights)
     pooled = np.concatenate(clouds)
@@ -243,12 +292,42 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
         mm = start.shape[0]
     b = np.full(mm, 1.0 / mm)
 
+    fallback = failure = None
+    history: list[float] = []
+    try:
+        support, n_done, converged = _run_method(
+            method, clouds, weights, beta, start, b, pp, eps, outer, inner, tolerance,
+            n_polish, history, planner)
+    except _FAILURES as exc:
+        if on_failure == "raise":
+            raise
+        failure = f"{method}: {type(exc).__name__}: {exc}"
+        history = []
+        try:  # the exact fixed point from the same start, public budget n_outer
+            support, n_done, converged = _run_exact(clouds, weights, beta, start, b, pp,
+                                                    outer, tolerance, history, planner)
+            _guard(support, clouds, "exact", eps)
+            fallback = "exact"
+        except _FAILURES as exc2:
+            failure += f"; exact: {type(exc2).__name__}: {exc2}"
+            history = []
+            support, n_done, converged = start.copy(), 0, False
+            fallback = "initial"
+    cost = exact_cost(clouds, weights, beta, support, b, pp, planner)
+    return BarycenterFit(support=support, weights=b, cost=cost, method=method,
+                         n_outer=n_done, converged=converged,
+                         history=np.asarray(history, dtype=np.float64),
+                         reg=eps if "sinkhorn" in method else None, fallback=fallback,
+                         failure=failure, non_optimal_plans=planner.non_optimal)
+
+
+def _run_method(method, clouds, weights, beta, start, b, pp, eps, outer, inner, tolerance,
+                n_polish, history, planner):
+    """The requested method, its polishing steps and the guard (raises on failure)."""
     if method == "pot-exact" or method == "pot-sinkhorn":
         support = _run_pot(method, clouds, weights, beta, start, b, eps, outer, inner, tolerance)
-        history: list[float] = []
         n_done, converged = outer, False
     else:
-        history = []
         support, n_done, converged = start, 0, False
         if method == "sinkhorn":
             support, n_done, converged = _run_sinkhorn(
@@ -257,15 +336,11 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
         else:
             steps = outer
         support, n_exact, conv_exact = _run_exact(clouds, weights, beta, support, b, pp, steps,
-                                                  tolerance, history)
+                                                  tolerance, history, planner)
         n_done += n_exact
         converged = conv_exact if method == "exact" else converged
     _guard(support, clouds, method, eps)
-    cost = exact_cost(clouds, weights, beta, support, b, pp)
-    return BarycenterFit(support=support, weights=b, cost=cost, method=method,
-                         n_outer=n_done, converged=converged,
-                         history=np.asarray(history, dtype=np.float64),
-                         reg=eps if "sinkhorn" in method else None)
+    return support, n_done, converged
 
 
 def _guard(support: np.ndarray, clouds: list[np.ndarray], method: str, eps: float) -> None:
@@ -280,12 +355,13 @@ def _guard(support: np.ndarray, clouds: list[np.ndarray], method: str, eps: floa
             "(kernel underflow); increase reg or use method='sinkhorn' or 'exact'")
 
 
-def _run_exact(clouds, weights, beta, support, b, p, steps, tol, history):
+def _run_exact(clouds, weights, beta, support, b, p, steps, tol, history, planner=None):
     pooled = np.concatenate(clouds)
     converged = False
     n_done = 0
+    plan_fn = Planner("raise") if planner is None else planner
     for n_done in range(1, steps + 1):  # noqa: B007 (used after the loop)
-        plans = exact_plans(clouds, weights, support, b, p)
+        plans = exact_plans(clouds, weights, support, b, p, plan_fn)
         history.append(plans_cost(clouds, plans, support, beta, p))
         w = np.concatenate([bt * t for bt, t in zip(beta, plans, strict=True)])
         new = support_update(pooled, w, p, support)

@@ -19,24 +19,22 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import ot
 from scipy.optimize import minimize
 
 from privot._validation import check_int, check_points, check_positive, check_weights
-from privot.errors import ConvergenceError, InvalidDataError
+from privot.errors import InvalidDataError, InvalidParameterError
 from privot.ot._common import check_p
-from privot.ot._exact import _check_log, _cost
+from privot.ot._exact import _check_log, _cost, budgeted_emd, plan_budget
 
-__all__ = ["solution_weights", "support_points", "barycenter_cost"]
+__all__ = ["solution_weights", "support_points", "barycenter_cost", "ON_FAILURE"]
 
-_EMD_MAX_ITER = 1_000_000
-#: The network simplex's iteration cap grows with the problem: at least this many
-#: iterations per entry of the ``n x m`` cost matrix (200,000 points x 48 atoms needed
-#: more than the fixed 10^6).
-_EMD_ITER_PER_ENTRY = 20
+#: Policies for a network simplex that stops at its budget: ``"raise"``
+#: (ConvergenceError) or ``"fallback"`` (a feasible coupling, see :class:`Planner`).
+ON_FAILURE = ("raise", "fallback")
 
 
 # ----------------------------------------------------------------------------- validation
@@ -95,13 +93,41 @@ def check_support(support: object, d: int, name: str = "support") -> np.ndarray:
 # ----------------------------------------------------------------------------- exact OT
 
 def exact_plan(a: np.ndarray, b: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """``ot.emd`` with its result code checked (ConvergenceError if not optimal)."""
-    cap = max(_EMD_MAX_ITER, _EMD_ITER_PER_ENTRY * a.size * b.size)
+    """``ot.emd`` with its result code checked (ConvergenceError if not optimal).
+
+    Budget :func:`~privot.ot._exact.plan_budget` ``(n, m)``.
+    """
+    cap = plan_budget(a.size, b.size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         plan, log = ot.emd(a, b, cost, numItermax=cap, log=True)
     _check_log(log, cap)
     return np.asarray(plan)
+
+
+class Planner:
+    """The plan solver of a barycenter run, with its failure policy.
+
+    ``Planner("raise")`` is :func:`exact_plan` (ConvergenceError when the network
+    simplex stops at its budget). ``Planner("fallback")`` never raises: it returns
+    :func:`~privot.ot._exact.budgeted_emd`'s coupling (optimal, or repaired into
+    :math:`\\Pi(a, b)` by ``round_to_polytope``) under the same public budget
+    :func:`~privot.ot._exact.plan_budget` ``(n, m)``, and counts the non-optimal plans
+    in ``non_optimal``.
+    """
+
+    def __init__(self, on_failure: str = "raise") -> None:
+        if on_failure not in ON_FAILURE:
+            raise InvalidParameterError("on_failure", on_failure, f"one of {ON_FAILURE}")
+        self.total = on_failure == "fallback"
+        self.non_optimal = 0
+
+    def __call__(self, a: np.ndarray, b: np.ndarray, cost: np.ndarray) -> np.ndarray:
+        if not self.total:
+            return exact_plan(a, b, cost)
+        res = budgeted_emd(a, b, cost, plan_budget(a.size, b.size))
+        self.non_optimal += int(not res.optimal)
+        return res.plan
 
 
 def merge_duplicates(clouds: Sequence[np.ndarray], weights: Sequence[np.ndarray]
@@ -125,9 +151,11 @@ def merge_duplicates(clouds: Sequence[np.ndarray], weights: Sequence[np.ndarray]
 
 
 def exact_plans(clouds: Sequence[np.ndarray], weights: Sequence[np.ndarray],
-                support: np.ndarray, b: np.ndarray, p: float) -> list[np.ndarray]:
+                support: np.ndarray, b: np.ndarray, p: float,
+                planner: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+                = exact_plan) -> list[np.ndarray]:
     """Exact plans ``T_i`` ``(n_i, m)`` between each measure and ``(support, b)``."""
-    return [exact_plan(w, b, _cost(x, support, p, "euclidean"))
+    return [planner(w, b, _cost(x, support, p, "euclidean"))
             for x, w in zip(clouds, weights, strict=True)]
 
 
@@ -145,7 +173,7 @@ def _support_weights(support_weights: object | None, m: int) -> np.ndarray:
 def solution_weights(support: np.ndarray, measures: Sequence[np.ndarray], *,
                      measure_weights: Sequence[np.ndarray] | None = None,
                      support_weights: np.ndarray | None = None,
-                     p: float = 2) -> list[np.ndarray]:
+                     p: float = 2, on_failure: str = "raise") -> list[np.ndarray]:
     """Exact optimal plans between each measure and a candidate barycenter (paper 000, Alg. 3).
 
     For each :math:`i`,
@@ -171,26 +199,34 @@ def solution_weights(support: np.ndarray, measures: Sequence[np.ndarray], *,
         Weights :math:`b` of the atoms (normalised to one; uniform ``1/m`` by default).
     p : float, default 2
         Exponent of the Euclidean ground cost, ``p >= 1``.
+    on_failure : {"raise", "fallback"}, default "raise"
+        What happens when a network simplex stops at its budget
+        (:func:`~privot.ot.plan_budget` ``(n_i, m)``, a function of the sizes only):
+        ``"raise"`` raises ``ConvergenceError``; ``"fallback"`` returns that group's
+        plan repaired into :math:`\\Pi(a_i, b)` (:func:`~privot.ot.round_to_polytope`:
+        feasible, possibly sub-optimal, may have more non-zeros), so the call always
+        answers (release paths).
 
     Returns
     -------
     list of k arrays (n_i, m)
         The plans; ``T_i`` has row sums :math:`a_i` and column sums :math:`b`, and at most
-        :math:`n_i + m - 1` non-zeros.
+        :math:`n_i + m - 1` non-zeros (when optimal).
 
     Raises
     ------
     InvalidDataError
         No measure, an empty or non-finite cloud, mismatched dimensions, bad weights.
     InvalidParameterError
-        ``p < 1``.
+        ``p < 1``, an unknown ``on_failure``.
     ConvergenceError
-        The network simplex did not reach an optimal solution.
+        ``on_failure="raise"`` and the network simplex did not reach an optimal solution.
     """
+    planner = Planner(on_failure)
     clouds, weights, _ = check_measures(measures, measure_weights)
     s = check_support(support, clouds[0].shape[1])
     b = _support_weights(support_weights, s.shape[0])
-    return exact_plans(clouds, weights, s, b, check_p(p))
+    return exact_plans(clouds, weights, s, b, check_p(p), planner)
 
 
 def barycenter_cost(measures: Sequence[np.ndarray], support: np.ndarray, *,
@@ -241,13 +277,16 @@ def barycenter_cost(measures: Sequence[np.ndarray], support: np.ndarray, *,
 
 
 def exact_cost(clouds: Sequence[np.ndarray], weights: Sequence[np.ndarray], beta: np.ndarray,
-               support: np.ndarray, b: np.ndarray, p: float) -> float:
-    """Unvalidated :func:`barycenter_cost`."""
+               support: np.ndarray, b: np.ndarray, p: float,
+               planner: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+               = exact_plan) -> float:
+    """Unvalidated :func:`barycenter_cost` (an upper bound when ``planner`` returns a
+    feasible, non-optimal plan)."""
     total = 0.0
     for x, w, bt in zip(clouds, weights, beta, strict=True):
         cost = _cost(x, support, p, "euclidean")
         # ot.emd + <T, C> is faster than ot.emd2 here (no dual/gradient bookkeeping)
-        total += float(bt) * max(float(np.sum(exact_plan(w, b, cost) * cost)), 0.0)
+        total += float(bt) * max(float(np.sum(planner(w, b, cost) * cost)), 0.0)
     return total
 
 
@@ -418,9 +457,8 @@ def _lbfgs(x: np.ndarray, w: np.ndarray, p: float, y0: np.ndarray, max_iter: int
     res = minimize(fun, y0.ravel(), jac=True, method="L-BFGS-B",
                    options={"maxiter": max_iter, "ftol": tol, "gtol": tol * 1e-2})
     y = np.asarray(res.x).reshape(m, d)
-    if not np.all(np.isfinite(y)):
-        raise ConvergenceError(f"support_points: L-BFGS-B returned non-finite atoms (p={p})")
-    return y
+    # a descent method from the (finite) weighted means: keep them if it went astray
+    return np.where(np.all(np.isfinite(y), axis=1)[:, None], y, y0)
 
 
 def squared_displacement(old: np.ndarray, new: np.ndarray) -> float:

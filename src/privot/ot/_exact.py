@@ -7,15 +7,27 @@ The linear program
     W_p^p(\\mu, \\nu) = \\min_{\\gamma \\in \\Pi(a, b)} \\sum_{i, j} \\gamma_{ij}\\, d(x_i, y_j)^p,
     \\qquad \\Pi(a, b) = \\{\\gamma \\ge 0 : \\gamma 1_m = a,\\ \\gamma^T 1_n = b\\},
 
-is solved with :func:`ot.emd` / :func:`ot.emd2`. The solver's result code is
-checked: a run that stops at ``max_iter`` (or reports an infeasible/unbounded
-problem) raises :class:`~privot.errors.ConvergenceError` instead of returning a
-sub-optimal plan with a warning.
+is solved with :func:`ot.emd` / :func:`ot.emd2`. Two policies for a run that stops at
+its iteration budget:
+
+* :func:`wasserstein_distance` and :func:`optimal_plan` check the solver's result code:
+  a run that stops at ``max_iter`` (or reports an infeasible/unbounded problem) raises
+  :class:`~privot.errors.ConvergenceError` instead of returning a sub-optimal plan with
+  a warning;
+* :func:`budgeted_plan` is *total*: it always returns an element of
+  :math:`\\Pi(a, b)` after at most ``max_iter`` network-simplex iterations, and says
+  whether it is optimal. At the cap POT's plan is not even feasible (its network
+  simplex starts from artificial arcs, whose flow is dropped from the returned plan, so
+  the marginals are off); it is repaired by :func:`round_to_polytope` (Altschuler, Weed
+  and Rigollet 2017, Alg. 2). Release paths use it with a public budget
+  (:func:`plan_budget`), so that the amount of work is capped by public sizes and the
+  answer never depends on whether the data made the solver slow.
 """
 
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import ot
@@ -25,12 +37,29 @@ from privot._validation import check_int
 from privot.errors import ConvergenceError, InvalidParameterError
 from privot.ot._common import check_cloud_pair, check_mass_pair, check_p
 
-__all__ = ["ground_cost", "wasserstein_distance", "optimal_plan", "METRICS"]
+__all__ = [
+    "ground_cost",
+    "wasserstein_distance",
+    "optimal_plan",
+    "budgeted_plan",
+    "BudgetedPlan",
+    "plan_budget",
+    "round_to_polytope",
+    "METRICS",
+    "PLAN_MIN_ITER",
+    "PLAN_ITER_PER_ENTRY",
+]
 
 #: Ground metrics accepted by :func:`ground_cost` (names of :func:`scipy.spatial.distance.cdist`).
 METRICS = ("euclidean", "cityblock", "chebyshev")
 
 _RESULT_OPTIMAL = 1  # POT's emd_c result code for an optimal solution
+
+#: Smallest network-simplex budget of :func:`plan_budget`.
+PLAN_MIN_ITER = 1_000_000
+#: :func:`plan_budget` grants at least this many iterations per entry of the ``n x m``
+#: cost matrix (200,000 points x 48 atoms needed more than a fixed 10^6).
+PLAN_ITER_PER_ENTRY = 20
 
 
 def ground_cost(x: np.ndarray, y: np.ndarray, *, p: float = 2,
@@ -172,3 +201,148 @@ def optimal_plan(x: np.ndarray, y: np.ndarray, *, a: np.ndarray | None = None,
         plan, log = ot.emd(aa, bb, cost, numItermax=it, log=True)
     _check_log(log, it)
     return np.asarray(plan)
+
+
+# ----------------------------------------------------------------------------- total solver
+
+class BudgetedPlan(NamedTuple):
+    """Result of :func:`budgeted_plan`: a coupling and whether it is optimal.
+
+    Unpacks as ``plan, optimal = budgeted_plan(...)``.
+
+    Attributes
+    ----------
+    plan : (n, m) array
+        An element of :math:`\\Pi(a, b)`: non-negative, row sums ``a`` and column sums
+        ``b`` up to float rounding (relative error of order 1e-16).
+    optimal : bool
+        True when the network simplex reported an optimal solution within the budget;
+        False when it stopped at the budget (or failed) and ``plan`` is the repaired,
+        feasible but possibly sub-optimal, coupling.
+    """
+
+    plan: np.ndarray
+    optimal: bool
+
+
+def plan_budget(n: int, m: int) -> int:
+    """Network-simplex iteration budget for an ``n x m`` problem, from the sizes only.
+
+    ``max(PLAN_MIN_ITER, PLAN_ITER_PER_ENTRY * n * m)``: a function of public sizes, so
+    that a release path that calls :func:`budgeted_plan` with it does a bounded amount
+    of work fixed before the data is read.
+    """
+    nn = check_int(n, "n", minimum=1)
+    mm = check_int(m, "m", minimum=1)
+    return max(PLAN_MIN_ITER, PLAN_ITER_PER_ENTRY * nn * mm)
+
+
+def round_to_polytope(plan: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Repair a non-negative matrix into an element of :math:`\\Pi(a, b)` (AWR 2017, Alg. 2).
+
+    Altschuler, Weed and Rigollet (2017), "Near-linear time approximation algorithms
+    for optimal transport via Sinkhorn iteration", Algorithm 2 (ROUND): scale the rows
+    down to at most ``a``, then the columns down to at most ``b``, and add the rank-one
+    correction :math:`e_r e_c^T / \\|e_c\\|_1` of the missing masses
+    :math:`e_r = a - F1`, :math:`e_c = b - F^T 1` (equal totals). The result is
+    non-negative with marginals exactly ``a`` and ``b`` in exact arithmetic (float
+    rounding only) and differs from the input by at most
+    :math:`2(\\|F1 - a\\|_1 + \\|F^T1 - b\\|_1)` in L1 (their Lemma 7).
+
+    Negative and non-finite entries of ``plan`` are set to 0 first, so any input is
+    accepted; an all-zero input gives the independent coupling :math:`a b^T / \\|b\\|_1`.
+
+    Parameters
+    ----------
+    plan : (n, m) array
+    a : (n,) array
+        Non-negative row marginal.
+    b : (m,) array
+        Non-negative column marginal, same total as ``a``.
+
+    Returns
+    -------
+    (n, m) array
+    """
+    aa = np.asarray(a, dtype=np.float64)
+    bb = np.asarray(b, dtype=np.float64)
+    f = np.array(plan, dtype=np.float64)
+    if f.ndim != 2 or f.shape != (aa.size, bb.size):
+        raise InvalidParameterError("plan", f.shape, f"an ({aa.size}, {bb.size}) array")
+    f[~np.isfinite(f)] = 0.0
+    np.maximum(f, 0.0, out=f)
+    rows = f.sum(axis=1)
+    x = np.minimum(np.divide(aa, rows, out=np.ones_like(aa), where=rows > 0), 1.0)
+    f *= x[:, None]
+    cols = f.sum(axis=0)
+    y = np.minimum(np.divide(bb, cols, out=np.ones_like(bb), where=cols > 0), 1.0)
+    f *= y[None, :]
+    err_r = np.maximum(aa - f.sum(axis=1), 0.0)
+    err_c = np.maximum(bb - f.sum(axis=0), 0.0)
+    total = float(err_c.sum())
+    if total > 0:
+        f += np.outer(err_r, err_c / total)
+    return f
+
+
+def budgeted_emd(a: np.ndarray, b: np.ndarray, cost: np.ndarray,
+                 max_iter: int) -> BudgetedPlan:
+    """Unvalidated :func:`budgeted_plan` on weights and a cost matrix (never raises)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        plan, log = ot.emd(a, b, cost, numItermax=int(max_iter), log=True)
+    plan = np.asarray(plan, dtype=np.float64)
+    if int(log["result_code"]) == _RESULT_OPTIMAL and np.all(np.isfinite(plan)):
+        return BudgetedPlan(plan, True)
+    return BudgetedPlan(round_to_polytope(plan, a, b), False)
+
+
+def budgeted_plan(x: np.ndarray, y: np.ndarray, *, a: np.ndarray | None = None,
+                  b: np.ndarray | None = None, p: float = 2, metric: str = "euclidean",
+                  max_iter: int | None = None) -> BudgetedPlan:
+    """A transport plan after at most ``max_iter`` network-simplex iterations; total.
+
+    Runs POT's network simplex (:func:`ot.emd`) on
+
+    .. math::
+
+        \\min_{\\gamma \\in \\Pi(a, b)} \\sum_{i, j} \\gamma_{ij}\\, d(x_i, y_j)^p
+
+    with an iteration budget, and **always** returns a coupling
+    :math:`\\gamma \\in \\Pi(a, b)`: the optimal one when the solver reaches it, else
+    the solver's last plan repaired by :func:`round_to_polytope` (at the cap POT's plan
+    violates the marginals: its network simplex starts from artificial arcs).
+    It raises only on invalid parameters or shapes, never because of the values.
+
+    Parameters
+    ----------
+    x, y, a, b, p, metric
+        As in :func:`wasserstein_distance`.
+    max_iter : int, optional
+        Network-simplex iteration budget, ``>= 1``. Default :func:`plan_budget`
+        ``(n, m)``, a function of the sizes only.
+
+    Returns
+    -------
+    BudgetedPlan
+        ``(plan, optimal)``: an ``(n, m)`` coupling with row sums ``a`` and column sums
+        ``b`` (float rounding only), and whether it is optimal.
+
+    Raises
+    ------
+    InvalidDataError
+        Non-finite, empty or mis-shaped points; negative weights; unequal masses.
+    InvalidParameterError
+        ``p < 1``, an unknown ``metric`` or ``max_iter < 1``.
+
+    Privacy
+    -------
+    Non-private numerics. A release path that needs an answer every time (output
+    perturbation's anchored step, ``docs/privacy/barycenters.md``) calls it with a
+    public budget; whether the plan is optimal depends on the data and is a
+    curator-only diagnostic.
+    """
+    xa, ya = check_cloud_pair(x, y)
+    budget = plan_budget(xa.shape[0], ya.shape[0]) if max_iter is None else max_iter
+    aa, bb, cost, _, it = _prepare(xa, ya, a, b, p, metric, budget)
+    return budgeted_emd(aa, bb, cost, it)
