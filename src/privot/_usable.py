@@ -29,9 +29,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from privot._validation import check_group_sequence
 from privot.errors import DataWarning, InvalidDataError
 
-__all__ = ["MOSTLY", "check_usable", "swapped_axes_hint", "usable_rows"]
+__all__ = ["MOSTLY", "check_usable", "group_arrays", "swapped_axes_hint", "usable_rows"]
 
 #: A share of rows dropped or clipped above which the curator is warned.
 MOSTLY = 0.5
@@ -43,6 +44,33 @@ AXES_HINT = ("check the axis order (the x/y or longitude/latitude columns, or th
 def usable_rows(points: np.ndarray) -> np.ndarray:
     """``(n,)`` bool: rows of an ``(n, d)`` float array whose coordinates are all finite."""
     return np.all(np.isfinite(points), axis=1)
+
+
+def group_arrays(groups: object, name: str = "groups") -> list[np.ndarray]:
+    """``k >= 1`` float ``(n_i, d)`` arrays of a common ``d``, each with ``n_i >= 1`` rows.
+
+    Non-finite values are allowed: such rows are unusable (the rule above). A 1-D group
+    is read as ``(n, 1)``. Raises :class:`~privot.errors.InvalidDataError` naming the
+    group otherwise.
+    """
+    out: list[np.ndarray] = []
+    for i, g in enumerate(check_group_sequence(groups, name)):
+        try:
+            arr = np.array(g, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidDataError(f"{name}[{i}] must be numeric (NaN for a missing "
+                                   f"coordinate), got {type(g).__name__}") from exc
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+            raise InvalidDataError(
+                f"{name}[{i}] must be a non-empty (n_i, d) array, got shape {arr.shape}")
+        if out and arr.shape[1] != out[0].shape[1]:
+            raise InvalidDataError(
+                f"all {name} must have the same dimension d; {name}[0] has "
+                f"d={out[0].shape[1]} but {name}[{i}] has shape {arr.shape}")
+        out.append(arr)
+    return out
 
 
 def swapped_axes_hint(points: np.ndarray, inside: Callable[[np.ndarray], np.ndarray]) -> str:

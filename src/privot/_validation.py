@@ -16,6 +16,7 @@ import numpy as np
 from privot.errors import InvalidDataError, InvalidParameterError
 
 __all__ = [
+    "check_group_sequence",
     "check_epsilon",
     "check_delta",
     "check_positive",
@@ -146,3 +147,24 @@ def check_weights(weights: object | None, n: int, name: str = "weights", *,
     if total <= 0:
         raise InvalidDataError(f"{name} sum to {total!r}; the total must be > 0")
     return w / total if normalise else w
+
+
+def check_group_sequence(groups: object, name: str = "groups") -> list:
+    """``k >= 1`` groups as a list: a sequence of ``(n_i, d)`` arrays, not one 2-D array.
+
+    The shape and values of each group are the caller's to check (finite points, or
+    rows that may be unusable).
+    """
+    if isinstance(groups, np.ndarray) and groups.ndim == 2:
+        raise InvalidDataError(
+            f"{name} must be a sequence of k point clouds (n_i, d), got a single 2-D array "
+            f"of shape {groups.shape}; wrap it in a list for k = 1")
+    try:
+        items = list(groups)  # type: ignore[call-overload]
+    except TypeError as exc:
+        raise InvalidDataError(
+            f"{name} must be a sequence of (n_i, d) arrays, got {type(groups).__name__}"
+        ) from exc
+    if not items:
+        raise InvalidDataError(f"{name} is empty (k = 0); at least one is needed")
+    return items

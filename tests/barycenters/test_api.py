@@ -219,7 +219,7 @@ def test_bad_data_is_refused():
     bad = np.full_like(good, np.inf)  # no usable row (one such row: tests/.../unusable)
     with pytest.raises(InvalidDataError, match="no usable row"):
         private_barycenter([bad], bounds=BOX, m=2, epsilon=1.0)
-    with pytest.raises(InvalidDataError, match="numbers"):
+    with pytest.raises(InvalidDataError, match="numeric"):
         private_barycenter([np.array([["a", "b"], ["c", "d"]])], bounds=BOX, m=1,
                            epsilon=1.0)
     with pytest.raises(InvalidDataError, match="dimension"):

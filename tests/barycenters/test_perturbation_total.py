@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import numpy as np
-import ot
 import pytest
 
 from privot.barycenters.perturbation import (
@@ -33,17 +32,6 @@ def _ball(rng: np.random.Generator, n: int, d: int = 2) -> np.ndarray:
     x = rng.normal(size=(n, d))
     r = 0.5 * rng.uniform(0, 1, size=(n, 1)) ** (1 / d)
     return x / np.linalg.norm(x, axis=1, keepdims=True) * r
-
-
-@pytest.fixture
-def capped_emd(monkeypatch):
-    """POT's network simplex stopped after 2 iterations, whatever budget it is given."""
-    real = ot.emd
-
-    def capped(a, b, M, numItermax=100000, log=False, **kwargs):  # noqa: N803 (POT's names)
-        return real(a, b, M, numItermax=2, log=log, **kwargs)
-
-    monkeypatch.setattr(ot, "emd", capped)
 
 
 def _charges(acc: PrivacyAccountant) -> list[tuple[float, float]]:

@@ -7,7 +7,6 @@ its public budget), the exact fixed point from the same start, and the start its
 from __future__ import annotations
 
 import numpy as np
-import ot
 import pytest
 
 import privot.ot._barycenter as bary_mod
@@ -24,16 +23,6 @@ def _groups(seed=0, k=3, n=60):
                    + 0.05 * rng.standard_normal((n, 2)))
     pooled = np.concatenate(out)
     return out, pooled[rng.choice(pooled.shape[0], 6, replace=False)]
-
-
-@pytest.fixture
-def capped_emd(monkeypatch):
-    real = ot.emd
-
-    def capped(a, b, M, numItermax=100000, log=False, **kwargs):  # noqa: N803 (POT's names)
-        return real(a, b, M, numItermax=2, log=log, **kwargs)
-
-    monkeypatch.setattr(ot, "emd", capped)
 
 
 def test_fallback_is_the_same_answer_when_nothing_fails():

@@ -34,6 +34,7 @@ from privot._usable import (
     AXES_HINT,
     MOSTLY,
     check_usable,
+    group_arrays,
     swapped_axes_hint,
     usable_rows,
 )
@@ -131,27 +132,10 @@ def _check_groups(groups: Any, bounds: PublicBounds) -> list[np.ndarray]:
     """
     if isinstance(groups, np.ndarray) and groups.ndim == 2:
         groups = [groups]  # one group (k = 1)
-    try:
-        items = list(groups)
-    except TypeError as exc:
-        raise InvalidDataError("groups must be a sequence of (n_i, d) arrays, got "
-                               f"{type(groups).__name__}") from exc
-    if not items:
-        raise InvalidDataError("groups is empty (k = 0); at least one group is needed")
-    out = []
-    for i, g in enumerate(items):
-        try:
-            x = np.asarray(g, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InvalidDataError(f"groups[{i}] must hold numbers (use NaN for a missing "
-                                   "coordinate)") from exc
-        if x.ndim != 2 or x.shape[0] == 0:
-            raise InvalidDataError(f"groups[{i}] must be a non-empty (n, d) array, got "
-                                   f"shape {x.shape}")
-        if x.shape[1] != bounds.dim:
-            raise InvalidDataError(
-                f"groups[{i}] has dimension {x.shape[1]} but bounds has {bounds.dim}")
-        out.append(x)
+    out = group_arrays(groups, "groups")
+    if out[0].shape[1] != bounds.dim:
+        raise InvalidDataError(
+            f"groups have dimension {out[0].shape[1]} but bounds has {bounds.dim}")
     return out
 
 

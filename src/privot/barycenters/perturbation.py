@@ -78,7 +78,7 @@ from typing import Any
 
 import numpy as np
 
-from privot._usable import usable_rows
+from privot._usable import group_arrays, usable_rows
 from privot._validation import (
     check_delta,
     check_epsilon,
@@ -233,38 +233,8 @@ def check_unit_groups(groups: object, *, name: str = "groups"
         dimensions, or a usable point outside the ball (the message names the group and
         the largest norm found).
     """
-    if isinstance(groups, np.ndarray) and groups.ndim == 2:
-        raise InvalidDataError(
-            f"{name} must be a sequence of k point clouds (n_i, d), got a single 2-D array "
-            f"of shape {groups.shape}; wrap it in a list for k = 1")
-    try:
-        items = list(groups)  # type: ignore[call-overload]
-    except TypeError as exc:
-        raise InvalidDataError(
-            f"{name} must be a sequence of (n_i, d) arrays, got {type(groups).__name__}"
-        ) from exc
-    if not items:
-        raise InvalidDataError(f"{name} is empty (k = 0); at least one group is needed")
     out, masks = [], []
-    d = None
-    for i, g in enumerate(items):
-        try:
-            arr = np.array(g, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InvalidDataError(
-                f"{name}[{i}] must be numeric (missing values as NaN), got "
-                f"{type(g).__name__}") from exc
-        if arr.ndim == 1:
-            arr = arr[:, None]
-        if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
-            raise InvalidDataError(
-                f"{name}[{i}] must be a non-empty (n_i, d) array, got shape {arr.shape}")
-        if d is None:
-            d = arr.shape[1]
-        elif arr.shape[1] != d:
-            raise InvalidDataError(
-                f"all {name} must have the same dimension d; {name}[0] has d={d} but "
-                f"{name}[{i}] has shape {arr.shape}")
+    for i, arr in enumerate(group_arrays(groups, name)):
         ok = usable_rows(arr)
         if np.any(ok):
             norms = np.linalg.norm(arr[ok], axis=1)

@@ -25,7 +25,13 @@ import numpy as np
 import ot
 from scipy.optimize import minimize
 
-from privot._validation import check_int, check_points, check_positive, check_weights
+from privot._validation import (
+    check_group_sequence,
+    check_int,
+    check_points,
+    check_positive,
+    check_weights,
+)
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.ot._common import check_p
 from privot.ot._exact import _check_log, _cost, budgeted_emd, plan_budget
@@ -48,18 +54,7 @@ def check_measures(measures: object, measure_weights: object | None = None,
     weights :math:`\\beta` (normalised to sum to one; uniform ``1/k`` by default).
     ``name`` is the caller's name for ``measures`` in error messages.
     """
-    if isinstance(measures, np.ndarray) and measures.ndim == 2:
-        raise InvalidDataError(
-            f"{name} must be a sequence of k point clouds (n_i, d), got a single 2-D array "
-            f"of shape {measures.shape}; wrap it in a list for k = 1")
-    try:
-        items = list(measures)  # type: ignore[call-overload]
-    except TypeError as exc:
-        raise InvalidDataError(
-            f"{name} must be a sequence of (n_i, d) arrays, got {type(measures).__name__}"
-        ) from exc
-    if not items:
-        raise InvalidDataError(f"{name} is empty (k = 0); at least one is needed")
+    items = check_group_sequence(measures, name)
     clouds = [check_points(x, f"{name}[{i}]") for i, x in enumerate(items)]
     d = clouds[0].shape[1]
     for i, x in enumerate(clouds):
