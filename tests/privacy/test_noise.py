@@ -18,6 +18,7 @@ times; the distributions must not change.
 from __future__ import annotations
 
 import math
+import sys
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
@@ -87,7 +88,12 @@ def tiny_chunks(monkeypatch):
             f.cache_clear()
 
     clear()
-    monkeypatch.setattr(noise, "_LAZY_BITS", 2)
+    # noise is a package: each submodule that reads _LAZY_BITS holds its own binding.
+    readers = [mod for name, mod in list(sys.modules.items())
+               if name.startswith(noise.__name__ + ".") and hasattr(mod, "_LAZY_BITS")]
+    assert readers
+    for mod in readers:
+        monkeypatch.setattr(mod, "_LAZY_BITS", 2)
     monkeypatch.setattr(noise._Table, "FINE", 6)
     yield
     clear()
