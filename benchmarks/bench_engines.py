@@ -1,22 +1,35 @@
-"""Benchmark of the heatmap aggregation (per-user cell sums) on the local and Spark engines.
+"""Benchmark of the engines' data-touching steps: DuckDB (default), Spark, and the retired
+pandas-chunk local engine.
 
-Data: 10^6 synthetic users with exactly 10^7 check-ins, made by resampling users of the
-real Gowalla NYC check-ins: each synthetic user (new id) copies a real user drawn with
-replacement and keeps a random non-empty subset of that user's check-ins, the subsets
-drawn so that the total is exactly 10^7 (each keeps at least one, the other 9 * 10^6
-are spread uniformly over the remaining check-ins of the drawn users). Rows are
-shuffled (no user locality) and written to Parquet under /tmp (never in the repo),
-with the Gowalla columns (user_id, time, latitude, longitude, location_id).
+Data: 10^6 synthetic users with exactly 10^7 check-ins (``--checkins`` for 10^8), made
+by resampling users of the real Gowalla NYC check-ins: each synthetic user (new id)
+copies a real user drawn with replacement and keeps a random non-empty subset of that
+user's check-ins, drawn so that the total is exact (beyond the real users' 138,957
+check-ins the subsets are drawn with replacement: a user's check-in may repeat). Rows
+are shuffled (no user locality) and written under /tmp (never in the repo) as Parquet
+and as gzip CSV, with the Gowalla columns (user_id, time, latitude, longitude,
+location_id).
 
-Each engine runs in its own subprocess: ``aggregate_user_cells`` at Delta = 1024 over
-the NYC bounds. Reported: wall time of the aggregation (Spark: session start-up
-separately, then a first and a second run), peak resident memory of the whole process
-tree (sampled from /proc every 0.1 s; the JVM included for Spark) and the process's own
-``ru_maxrss``, and whether the two engines' sums are bit-identical.
+Steps, each run in its own subprocess, one at a time:
+
+* heatmap: ``aggregate_user_cells`` over the NYC bounds at Delta = 256 and 1024, from
+  Parquet and from gzip CSV;
+* coreset: ``coreset_leaf_counts`` of the 10^7 (longitude, latitude) points in the
+  public NYC box at depth 22 (``MAX_DEPTH``), four groups (``user_id % 4``), Parquet;
+  plus ``duckdb-sql``, a variant that computes the per-coordinate cell indices in SQL
+  and interleaves the bits on the driver (box bounds only), to decide between a row
+  function and pure SQL.
+
+Engines: ``duckdb`` (privot.engines.duckdb), ``spark`` (local[*], session start-up
+timed apart), ``local-old``: the pandas-chunk engine retired in issue 9, loaded from the
+git history (commit :data:`LEGACY_COMMIT`) into a temporary package. Reported: wall
+time of the step, peak resident memory of the whole process tree (sampled from /proc
+every 0.05 s; the JVM included for Spark) and the worker's own ``ru_maxrss``, and
+whether every engine's result is bit-identical to DuckDB's.
 
 Writes ``benchmarks/results/engines.json`` and ``benchmarks/results/engines.png``.
-Run: ``python benchmarks/bench_engines.py`` (``--users``/``--checkins`` to resize,
-``--skip-spark`` without Spark).
+Run: ``python benchmarks/bench_engines.py`` (``--checkins 100000000`` for 10^8,
+``--skip-spark``, ``--skip-old``, ``--only heatmap|coreset``).
 """
 
 from __future__ import annotations
@@ -27,6 +40,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -36,11 +50,13 @@ import numpy as np
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = Path("/tmp/privot_bench")
 BOUNDS = (-74.26, -73.70, 40.48, 40.92)  # public NYC box (covers the Gowalla extract)
-RESOLUTION = 1024
-CHUNK_SIZE = 1_000_000
+DEPTH = 22
+#: The last commit with the pandas-chunk local engine (privot/engines/local.py).
+LEGACY_COMMIT = "7f833a32e2048b6c9010d960398d3f11b9f84048"
+LEGACY_FILES = ("base", "local", "heatmap", "coreset")
 SPARK_CONF = {
-    "spark.master": "local[2]",
-    "spark.driver.memory": "3g",
+    "spark.master": "local[*]",
+    "spark.driver.memory": "4g",
     "spark.sql.shuffle.partitions": "16",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -51,8 +67,9 @@ SPARK_CONF = {
 # -- data --------------------------------------------------------------------------------
 
 
-def make_data(path: Path, users: int, checkins: int, seed: int = 0) -> dict:
+def make_data(stem: Path, users: int, checkins: int, seed: int = 0) -> dict:
     """Resample Gowalla NYC users into ``users`` users with exactly ``checkins`` rows."""
+    import duckdb
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -65,21 +82,12 @@ def make_data(path: Path, users: int, checkins: int, seed: int = 0) -> dict:
                                  return_counts=True)
     src = rng.integers(0, sizes.size, size=users)  # real user copied by each new user
     n = sizes[src]
-    total = int(n.sum())
-    if not users <= checkins <= total:
-        raise ValueError(f"cannot make {checkins} check-ins from {users} resampled users "
-                         f"holding {total}")
-    group = np.repeat(np.arange(users), n)
-    first = np.cumsum(n) - n
-    within = np.arange(total) - np.repeat(first, n)
-    rows = np.repeat(starts[src], n) + within  # row of the real data, per copied row
-    # random order inside each user: position 0 is always kept, then a uniform subset
-    order = np.lexsort((rng.random(total), group))
-    rows = rows[order]
-    extra = np.flatnonzero(within > 0)  # positions >= 1 (group order is unchanged)
-    keep = within == 0
-    keep[rng.choice(extra, size=checkins - users, replace=False)] = True
-    rows, group = rows[keep], group[keep]
+    # each new user keeps 1 + Binomial-like extra rows drawn from its real user's rows
+    extra = rng.multinomial(checkins - users, n / n.sum())
+    count = 1 + extra
+    group = np.repeat(np.arange(users), count)
+    pick = rng.integers(0, np.repeat(n, count))  # a row of the copied user
+    rows = np.repeat(starts[src], count) + pick
     shuffle = rng.permutation(checkins)
     rows, group = rows[shuffle], group[shuffle]
     new_ids = rng.permutation(users).astype(np.int64) + 10_000_000  # fresh ids
@@ -90,35 +98,61 @@ def make_data(path: Path, users: int, checkins: int, seed: int = 0) -> dict:
         "longitude": real["longitude"].to_numpy()[rows],
         "location_id": real["location_id"].to_numpy()[rows],
     })
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path, row_group_size=1_000_000)
+    del rows, group, pick
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    parquet = stem.with_suffix(".parquet")
+    pq.write_table(table, parquet, row_group_size=1_000_000)
+    del table
+    csv = stem.with_suffix(".csv.gz")
+    with duckdb.connect() as con:
+        con.execute(f"COPY (SELECT * FROM read_parquet('{parquet}')) TO '{csv}' "
+                    "(HEADER, DELIMITER ',', COMPRESSION gzip)")
     return {"users": users, "checkins": checkins, "real_users": int(sizes.size),
             "real_checkins": int(len(real)), "seed": seed,
-            "file_mb": round(path.stat().st_size / 2**20, 1)}
+            "parquet_mb": round(parquet.stat().st_size / 2**20, 1),
+            "csv_gz_mb": round(csv.stat().st_size / 2**20, 1)}
+
+
+# -- the retired engine, from the git history ----------------------------------------------
+
+
+def legacy_engines() -> object:
+    """The pandas-chunk engine of :data:`LEGACY_COMMIT` as a temporary package."""
+    import importlib
+
+    root = Path(tempfile.mkdtemp(prefix="privot_legacy_"))
+    pkg = root / "privot_legacy_engines"
+    pkg.mkdir()
+    repo = Path(__file__).resolve().parent.parent
+    for name in LEGACY_FILES:
+        text = subprocess.run(
+            ["git", "-C", str(repo), "show", f"{LEGACY_COMMIT}:src/privot/engines/{name}.py"],
+            capture_output=True, text=True, check=True).stdout
+        (pkg / f"{name}.py").write_text(text.replace("privot.engines", "privot_legacy_engines"))
+    (pkg / "__init__.py").write_text(
+        "from privot_legacy_engines.local import LocalBackend\n\n"
+        "def get_backend(engine='local', *, chunk_size=1_000_000, spark=None):\n"
+        "    return LocalBackend(chunk_size=chunk_size)\n")
+    sys.path.insert(0, str(root))
+    return importlib.import_module("privot_legacy_engines")
 
 
 # -- workers (run in a subprocess) -------------------------------------------------------
 
 
-def _grid():
+def _grid(resolution: int):
     from privot.heatmaps.grid import Grid
 
-    return Grid(bounds=BOUNDS, resolution=RESOLUTION)
+    return Grid(bounds=BOUNDS, resolution=resolution)
 
 
-def worker_local(path: str, out: str) -> dict:
-    from privot.engines import aggregate_user_cells
+def _box():
+    from privot.barycenters.geometry import PublicBounds
 
-    t0 = time.perf_counter()
-    cs = aggregate_user_cells(path, grid=_grid(), engine="local", chunk_size=CHUNK_SIZE)
-    wall = time.perf_counter() - t0
-    np.save(out, cs.sums)
-    return {"wall_s": wall, "n_users": cs.n_users, "n_points": cs.n_points,
-            "n_outside": cs.n_outside, "n_users_empty": cs.n_users_empty,
-            "cells_occupied": int(np.count_nonzero(cs.sums))}
+    return PublicBounds.box([BOUNDS[0], BOUNDS[2]], [BOUNDS[1], BOUNDS[3]])
 
 
-def worker_spark(path: str, out: str) -> dict:
+def _spark_session() -> tuple[object, float]:
     import warnings
 
     warnings.simplefilter("ignore")
@@ -131,21 +165,108 @@ def worker_spark(path: str, out: str) -> dict:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    start = time.perf_counter() - t0
-    from privot.engines import aggregate_user_cells
+    return spark, time.perf_counter() - t0
 
-    walls = []
-    for _ in range(2):
-        t0 = time.perf_counter()
-        cs = aggregate_user_cells(path, grid=_grid(), engine="spark", spark=spark)
-        walls.append(time.perf_counter() - t0)
+
+def worker_heatmap(engine: str, path: str, resolution: int, out: str) -> dict:
+    extra: dict = {}
+    grid = _grid(resolution)
+    if engine == "local-old":
+        step = legacy_engines()
+        from privot_legacy_engines.heatmap import aggregate_user_cells as old
+
+        def run():
+            return old(path, grid=grid, engine=step.get_backend(), chunk_size=1_000_000)
+    else:
+        from privot.heatmaps.engine_step import aggregate_user_cells
+
+        spark = None
+        if engine == "spark":
+            spark, extra["startup_s"] = _spark_session()
+
+        def run():
+            return aggregate_user_cells(path, grid=grid, engine=engine, spark=spark)
+    t0 = time.perf_counter()
+    cs = run()
+    wall = time.perf_counter() - t0
     np.save(out, cs.sums)
-    spark.stop()
-    return {"startup_s": start, "wall_s": walls[0], "wall_second_run_s": walls[1],
-            "n_users": cs.n_users, "n_points": cs.n_points, "n_outside": cs.n_outside,
-            "n_users_empty": cs.n_users_empty,
-            "cells_occupied": int(np.count_nonzero(cs.sums)),
-            "pyspark": __import__("pyspark").__version__, "conf": SPARK_CONF}
+    return {"wall_s": wall, "n_users": cs.n_users, "n_points": cs.n_points,
+            "n_outside": cs.n_outside, "n_users_empty": cs.n_users_empty,
+            "cells_occupied": int(np.count_nonzero(cs.sums)), **extra}
+
+
+def _sql_leaf_counts(path: str, depth: int) -> dict:
+    """The pure-SQL alternative for box bounds: per-coordinate cell indices in SQL (the
+    float operations of PublicBounds.to_unit and leaf_index), bits interleaved on the
+    driver. Counted here only to compare with the row function."""
+    import duckdb
+
+    from privot.barycenters.coresets import _splits
+    from privot.engines.base import double_literal as lit
+
+    b = _box()
+    lo, hi = b.cell_box()
+    m = _splits(depth, 2)
+    ks = []
+    for c, col in enumerate(("longitude", "latitude")):
+        clip = (f"least(greatest({col}, {lit(b.lower[c])}), {lit(b.upper[c])})")
+        unit = f"(({clip} - {lit(b.centre[c])}) * {lit(b.scale)})"
+        unit = f"least(greatest({unit}, {lit(lo[c])}), {lit(hi[c])})"
+        t = f"(({unit} - {lit(lo[c])}) / {lit(hi[c] - lo[c])})"
+        ks.append(f"least(greatest(CAST(floor({t} * {lit(2.0 ** int(m[c]))}) AS BIGINT), 0),"
+                  f" {(1 << int(m[c])) - 1}) AS k{c}")
+    sql = (f"SELECT g, {ks[0]}, {ks[1]}, count(*) AS n "
+           f"FROM read_parquet('{path}') GROUP BY ALL")
+    with duckdb.connect() as con:
+        got = con.execute(sql).fetchnumpy()
+    ids = np.zeros(len(got["n"]), dtype=np.int64)
+    k = {0: np.asarray(got["k0"]), 1: np.asarray(got["k1"])}
+    for j in range(1, depth + 1):
+        c, t = (j - 1) % 2, (j - 1) // 2
+        ids |= ((k[c] >> (int(m[c]) - 1 - t)) & 1) << (depth - j)
+    return {"groups": np.asarray(got["g"]), "leaf": ids, "n": np.asarray(got["n"])}
+
+
+def worker_coreset(engine: str, path: str, out: str) -> dict:
+    extra: dict = {}
+    bounds = _box()
+    if engine == "duckdb-sql":
+        t0 = time.perf_counter()
+        got = _sql_leaf_counts(path, DEPTH)
+        wall = time.perf_counter() - t0
+        table = {int(g): {} for g in np.unique(got["groups"])}
+        for g, leaf, n in zip(got["groups"], got["leaf"], got["n"], strict=True):
+            table[int(g)][int(leaf)] = table[int(g)].get(int(leaf), 0) + int(n)
+        counts = {g: (np.array(sorted(t)), np.array([t[i] for i in sorted(t)]))
+                  for g, t in table.items()}
+    else:
+        if engine == "local-old":
+            step = legacy_engines()
+            from privot_legacy_engines.coreset import coreset_leaf_counts as old
+
+            def run():
+                return old(path, bounds=bounds, depth=DEPTH, backend=step.get_backend(),
+                           coordinate_columns=["longitude", "latitude"],
+                           group_column="g")
+        else:
+            from privot.barycenters.engine_step import coreset_leaf_counts
+
+            spark = None
+            if engine == "spark":
+                spark, extra["startup_s"] = _spark_session()
+
+            def run():
+                return coreset_leaf_counts(path, bounds=bounds, depth=DEPTH,
+                                           coordinate_columns=["longitude", "latitude"],
+                                           group_column="g", backend=engine, spark=spark)
+        t0 = time.perf_counter()
+        res = run()
+        wall = time.perf_counter() - t0
+        counts = {int(g): v for g, v in res.counts.items()}
+    np.savez(out, **{f"ids_{g}": v[0] for g, v in counts.items()},
+             **{f"cnt_{g}": v[1] for g, v in counts.items()})
+    return {"wall_s": wall, "groups": len(counts),
+            "leaves": int(sum(len(v[0]) for v in counts.values())), **extra}
 
 
 # -- driver ------------------------------------------------------------------------------
@@ -174,68 +295,74 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def run_worker(kind: str, path: Path) -> dict:
-    out = DATA / f"sums_{kind}.npy"
+def run_worker(args: list[str], timeout: float) -> dict:
     load_before = os.getloadavg()[0]  # other work on the machine skews the timings
-    cmd = [sys.executable, __file__, "--worker", kind, "--path", str(path),
-           "--out", str(out)]
+    cmd = [sys.executable, __file__, "--worker", *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = [0]
 
     def poll():
         while proc.poll() is None:
             peak[0] = max(peak[0], _tree_rss(proc.pid))
-            time.sleep(0.1)
+            time.sleep(0.05)
 
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()
-    stdout, stderr = proc.communicate()
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return {"error": f"timed out after {timeout:.0f} s"}
     thread.join()
     if proc.returncode:
-        raise RuntimeError(f"{kind} worker failed:\n{stderr[-4000:]}")
+        return {"error": stderr.strip().splitlines()[-1][:300] if stderr.strip() else
+                f"exit {proc.returncode}"}
     result = json.loads(stdout.strip().splitlines()[-1])
     result["peak_tree_rss_mb"] = round(peak[0] / 2**20, 1)
     result["load_avg_1min_before"] = load_before
     return {k: round(v, 2) if isinstance(v, float) else v for k, v in result.items()}
 
 
-def plot(report: dict, sums: np.ndarray) -> None:
+def _same_heatmap(a: Path, b: Path) -> bool:
+    return bool(np.array_equal(np.load(a), np.load(b)))
+
+
+def _same_coreset(a: Path, b: Path) -> bool:
+    x, y = np.load(a), np.load(b)
+    return sorted(x.files) == sorted(y.files) and all(
+        np.array_equal(x[f], y[f]) for f in x.files)
+
+
+def plot(report: dict) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = report["engines"]
-    labels, walls, colors = ["local"], [runs["local"]["wall_s"]], ["tab:blue"]
-    if "spark" in runs:
-        labels += ["spark\n(1st run)", "spark\n(2nd run)"]
-        walls += [runs["spark"]["wall_s"], runs["spark"]["wall_second_run_s"]]
-        colors += ["tab:orange", "navajowhite"]
-    engines = [e for e in ("local", "spark") if e in runs]
-    mems = [runs[e]["peak_tree_rss_mb"] / 1024 for e in engines]
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
-    axes[0].bar(labels, walls, color=colors)
-    axes[0].axhline(60, ls="--", c="grey", lw=1)
-    axes[0].set_ylabel("wall time of the aggregation (s)")
-    axes[0].set_title("time (dashed: 60 s target for local)")
-    axes[1].bar(engines, mems, color=colors[:len(engines)])
-    axes[1].axhline(2, ls="--", c="grey", lw=1)
-    axes[1].set_ylabel("peak resident memory, process tree (GiB)")
-    axes[1].set_title("memory incl. the JVM (dashed: 2 GiB target for local)")
-    for ax, vals in ((axes[0], walls), (axes[1], mems)):
+    colors = {"duckdb": "tab:blue", "duckdb-sql": "tab:cyan", "local-old": "tab:grey",
+              "spark": "tab:orange"}
+    cases = [(k, v) for k, v in report["runs"].items()]
+    fig, axes = plt.subplots(1, 2, figsize=(16, 5.5))
+    labels = [k for k, _ in cases]
+    for ax, key, unit, title in (
+            (axes[0], "wall_s", 1.0, "wall time of the step (s)"),
+            (axes[1], "peak_tree_rss_mb", 1024.0, "peak resident memory, process tree (GiB)")):
+        vals = [v.get(key, np.nan) / unit for _, v in cases]
+        cols = [colors.get(k.split(" | ")[0], "k") for k, _ in cases]
+        ax.barh(range(len(cases)), vals, color=cols)
+        ax.set_yticks(range(len(cases)), labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel(title)
         for i, v in enumerate(vals):
-            ax.text(i, v, f"{v:.1f}", ha="center", va="bottom")
-    shown = np.where(sums > 0, sums, np.nan)
-    img = axes[2].imshow(np.log10(shown), origin="lower", cmap="viridis",
-                         extent=(BOUNDS[0], BOUNDS[1], BOUNDS[2], BOUNDS[3]))
-    axes[2].set_facecolor("black")
-    axes[2].set_title(f"log10 cell sums, Delta={RESOLUTION} (exact, NOT private)")
-    fig.colorbar(img, ax=axes[2], shrink=0.8)
+            if np.isfinite(v):
+                ax.text(v, i, f" {v:.1f}", va="center", fontsize=8)
+    axes[0].axvline(5, ls="--", c="grey", lw=1)
+    axes[1].axvline(1, ls="--", c="grey", lw=1)
     d = report["data"]
-    same = report.get("bit_identical")
-    fig.suptitle(f"privot engines: per-user cell sums of {d['checkins']:,} check-ins by "
-                 f"{d['users']:,} users (resampled Gowalla NYC), {report['cpu_count']} cores"
-                 + ("" if same is None else f"; local and Spark bit-identical: {same}"))
+    fig.suptitle(f"privot engines: {d['checkins']:,} check-ins of {d['users']:,} users "
+                 f"(resampled Gowalla NYC), {report['cpu_count']} cores; dashed: the "
+                 "10^7 targets (5 s, 1 GiB)")
     fig.tight_layout()
     fig.savefig(RESULTS / "engines.png", dpi=110)
 
@@ -245,43 +372,84 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--users", type=int, default=1_000_000)
     parser.add_argument("--checkins", type=int, default=10_000_000)
     parser.add_argument("--skip-spark", action="store_true")
-    parser.add_argument("--worker", choices=["local", "spark"])
-    parser.add_argument("--path")
-    parser.add_argument("--out")
+    parser.add_argument("--skip-old", action="store_true")
+    parser.add_argument("--only", choices=["heatmap", "coreset"])
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--worker", nargs="+")
     args = parser.parse_args(argv)
     if args.worker:
-        fn = worker_local if args.worker == "local" else worker_spark
-        result = fn(args.path, args.out)
+        step, engine, path, *rest = args.worker
+        if step == "heatmap":
+            result = worker_heatmap(engine, path, int(rest[0]), rest[1])
+        else:
+            result = worker_coreset(engine, path, rest[0])
         result["ru_maxrss_mb"] = round(
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         print(json.dumps(result))
         return result
 
-    path = DATA / f"gowalla_resampled_{args.users}u_{args.checkins}c.parquet"
-    meta_path = path.with_suffix(".json")
-    if not (path.exists() and meta_path.exists()):
+    stem = DATA / f"gowalla_resampled_{args.users}u_{args.checkins}c"
+    meta_path = stem.with_suffix(".json")
+    if not meta_path.exists():
         t0 = time.perf_counter()
-        meta = make_data(path, args.users, args.checkins)
+        meta = make_data(stem, args.users, args.checkins)
         meta["generate_s"] = round(time.perf_counter() - t0, 1)
         meta_path.write_text(json.dumps(meta))
     data = json.loads(meta_path.read_text())
-    data["path"] = str(path)
-    report = {"resolution": RESOLUTION, "bounds": BOUNDS, "chunk_size": CHUNK_SIZE,
-              "cpu_count": os.cpu_count(), "data": data, "engines": {}}
-    report["engines"]["local"] = run_worker("local", path)
-    print("local:", report["engines"]["local"], flush=True)
-    sums = np.load(DATA / "sums_local.npy")
-    if not args.skip_spark:
-        report["engines"]["spark"] = run_worker("spark", path)
-        print("spark:", report["engines"]["spark"], flush=True)
-        spark_sums = np.load(DATA / "sums_spark.npy")
-        report["bit_identical"] = bool(np.array_equal(sums, spark_sums))
-    report["targets"] = {"local_wall_s_below_60": report["engines"]["local"]["wall_s"] < 60,
-                         "local_peak_below_2_gib":
-                             report["engines"]["local"]["peak_tree_rss_mb"] < 2048}
+    engines = ["duckdb"] + ([] if args.skip_old else ["local-old"]) + (
+        [] if args.skip_spark else ["spark"])
+    suffix = "" if args.checkins == 10_000_000 else f"_{args.checkins:.0e}".replace("+", "")
+    out_json = RESULTS / f"engines{suffix}.json"
+    report = {"cpu_count": os.cpu_count(), "data": data, "bounds": BOUNDS,
+              "legacy_commit": LEGACY_COMMIT, "runs": {}, "bit_identical": {}}
+    if out_json.exists():  # keep the runs of the other step
+        old = json.loads(out_json.read_text())
+        if (old.get("legacy_commit") == LEGACY_COMMIT
+                and old.get("data", {}).get("checkins") == args.checkins):
+            report["runs"] = old.get("runs", {})
+            report["bit_identical"] = old.get("bit_identical", {})
+    if args.only != "coreset":
+        for resolution in (256, 1024):
+            for fmt in ("parquet", "csv.gz"):
+                path = stem.with_suffix("." + fmt)
+                ref = None
+                for engine in engines:
+                    name = f"{engine} | heatmap D={resolution} {fmt}"
+                    out = DATA / f"heatmap_{engine}_{resolution}_{fmt}.npy"
+                    res = run_worker(["heatmap", engine, str(path), str(resolution),
+                                      str(out)], args.timeout)
+                    report["runs"][name] = res
+                    print(name, res, flush=True)
+                    if "error" not in res:
+                        if ref is None:
+                            ref = out
+                        else:
+                            report["bit_identical"][name] = _same_heatmap(ref, out)
+    if args.only != "heatmap":
+        path = DATA / f"points_{args.checkins}.parquet"
+        if not path.exists():
+            import duckdb
+
+            with duckdb.connect() as con:
+                con.execute(
+                    "COPY (SELECT user_id % 4 AS g, longitude, latitude FROM read_parquet("
+                    f"'{stem.with_suffix('.parquet')}')) TO '{path}' (FORMAT parquet)")
+        ref = None
+        for engine in ["duckdb", "duckdb-sql", *engines[1:]]:
+            name = f"{engine} | coreset depth {DEPTH} parquet"
+            out = DATA / f"coreset_{engine}.npz"
+            res = run_worker(["coreset", engine, str(path), str(out)], args.timeout)
+            report["runs"][name] = res
+            print(name, res, flush=True)
+            if "error" not in res:
+                if ref is None:
+                    ref = out
+                else:
+                    report["bit_identical"][name] = _same_coreset(ref, out)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "engines.json").write_text(json.dumps(report, indent=2) + "\n")
-    plot(report, sums)
+    out_json.write_text(json.dumps(report, indent=2) + "\n")
+    if not suffix:
+        plot(report)
     return report
 
 

@@ -143,8 +143,8 @@ def test_default_projection_dim_follows_thm_5_4_order():
 
 def test_engine_leaf_counts_give_the_same_release(tmp_path):
     pd = pytest.importorskip("pandas")
+    from privot.barycenters import coreset_leaf_counts
     from privot.barycenters.coresets import MAX_DEPTH
-    from privot.engines import coreset_leaf_counts
 
     groups = _blobs(1500)
     frame = pd.concat([pd.DataFrame({"x": g[:, 0], "y": g[:, 1], "grp": i})

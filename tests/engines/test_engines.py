@@ -1,8 +1,10 @@
-"""Engines: the heatmap cell sums on the local and Spark backends.
+"""Engines: the heatmap cell sums (``privot.heatmaps.engine_step``) on DuckDB and Spark.
 
 Oracles: exact rational arithmetic (``fractions.Fraction``) for the sums, brute-force
-numpy (``np.bincount``) and :func:`privot.heatmaps.user_distributions_sum` for
-agreement to 1e-12; bit-identity between chunk sizes, input formats and backends.
+numpy (``np.bincount``) and :func:`privot.heatmaps.user_distributions_sum` (the
+in-memory path) for agreement to 1e-12; bit-identity between input formats, row orders,
+thread counts and engines; the fixed-point digits checked against exact Python integers
+on adversarial numerators and denominators on both engines.
 """
 
 from __future__ import annotations
@@ -15,17 +17,11 @@ import pandas as pd
 import pytest
 
 from privot.datasets import GOWALLA_NYC_COLUMNS, DataNotFoundError, data_file
-from privot.engines import (
-    Backend,
-    Compare,
-    LocalBackend,
-    SourceNotFoundError,
-    aggregate_user_cells,
-    get_backend,
-)
-from privot.engines.heatmap import FRACTION_BITS, FixedPointQuotient, _limb_bits
+from privot.engines import Engine, SourceNotFoundError, get_engine, read_columns
+from privot.engines.duckdb import DuckDBEngine
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.heatmaps import CellSums, Grid, user_distributions_sum
+from privot.heatmaps import CellSums, Grid, aggregate_user_cells, user_distributions_sum
+from privot.heatmaps.engine_step import _digit
 
 # pyspark's own complaints about pandas 3, not about privot
 pytestmark = [
@@ -102,10 +98,25 @@ def _gowalla_path():
         pytest.skip(f"Gowalla NYC data not available: {exc}")
 
 
-# -- local engine ------------------------------------------------------------------------
+
+def _adversarial_points() -> pd.DataFrame:
+    """Points on and next to every cell edge of GRID (the float rounding of
+    ``floor((x - x0) / w)`` decides them), at the far edges, and users with awkward
+    point counts (primes, one user with 1,000 points)."""
+    edges = np.arange(9) / 8.0
+    near = np.concatenate([edges, np.nextafter(edges, -1.0), np.nextafter(edges, 2.0),
+                           [1.0 - 2**-53, 0.1, 0.3, 0.7, 1 / 3, 2 / 3]])
+    xs, ys = np.meshgrid(near, near[::-1])
+    xs, ys = xs.ravel(), ys.ravel()
+    users = np.arange(xs.size) % 97  # 97 users, prime-ish counts
+    users[::7] = 500  # one big user
+    return pd.DataFrame({"user_id": users, "longitude": xs, "latitude": ys})
 
 
-def test_local_equals_exact_rational_oracle():
+# -- DuckDB (the default engine) -------------------------------------------------------
+
+
+def test_duckdb_equals_exact_rational_oracle():
     df = _messy_points()
     got = aggregate_user_cells(df, grid=GRID)
     want, counts = _exact_oracle(df, GRID)
@@ -116,7 +127,18 @@ def test_local_equals_exact_rational_oracle():
     assert got.n_users_empty == counts["n_users_empty"] == 5
 
 
-def test_local_matches_bruteforce_numpy():
+def test_adversarial_cell_edges_equal_the_exact_oracle():
+    df = _adversarial_points()
+    got = aggregate_user_cells(df, grid=GRID)
+    want, counts = _exact_oracle(df, GRID)
+    np.testing.assert_array_equal(got.sums, want)
+    assert (got.n_users, got.n_outside) == (counts["n_users"], counts["n_outside"])
+    ref = user_distributions_sum(df["user_id"].to_numpy(), df["longitude"].to_numpy(),
+                                 df["latitude"].to_numpy(), GRID)
+    np.testing.assert_allclose(got.sums, ref.sums, rtol=1e-12, atol=0)
+
+
+def test_duckdb_matches_bruteforce_numpy_and_the_in_memory_path():
     rng = np.random.default_rng(1)
     n = 20_000
     users = rng.integers(0, 700, size=n)
@@ -136,21 +158,25 @@ def test_local_matches_bruteforce_numpy():
     assert math.isclose(math.fsum(got.sums.ravel()), got.n_users, rel_tol=1e-12)
 
 
-@pytest.mark.parametrize("chunk_size", [1, 7, 1000])
-def test_local_chunked_equals_unchunked_bit_for_bit(chunk_size, tmp_path):
-    df = _messy_points(seed=2, n=400, n_users=40)
-    whole = aggregate_user_cells(df, grid=GRID, chunk_size=10**6)
-    _assert_same(aggregate_user_cells(df, grid=GRID, chunk_size=chunk_size), whole)
-    path = tmp_path / "points.csv"
-    df.to_csv(path, index=False)
-    _assert_same(aggregate_user_cells(path, grid=GRID, chunk_size=chunk_size), whole)
-
-
-def test_row_order_does_not_change_a_bit():
+def test_row_order_and_thread_count_do_not_change_a_bit():
     df = _messy_points(seed=3)
     shuffled = df.sample(frac=1.0, random_state=5).reset_index(drop=True)
-    _assert_same(aggregate_user_cells(df, grid=GRID, chunk_size=50),
-                 aggregate_user_cells(shuffled, grid=GRID, chunk_size=333))
+    _assert_same(aggregate_user_cells(df, grid=GRID, engine=DuckDBEngine(threads=1)),
+                 aggregate_user_cells(shuffled, grid=GRID, engine=DuckDBEngine(threads=2)))
+
+
+def test_many_users_in_one_cell_overflow_int64_digit_sums_exactly():
+    """20,000 one-point users in one cell: the per-cell digit sum 20,000 * 2**48 passes
+    2**62 (the split of the wide sum into two int64 halves), and users of 3 points add
+    thirds; the result is the correctly rounded exact sum."""
+    n1 = 20_000
+    users = np.concatenate([np.arange(n1), np.repeat(np.arange(n1, n1 + 5), 3)])
+    x = np.concatenate([np.full(n1, 0.01), np.tile([0.01, 0.5, 0.9], 5)])
+    df = pd.DataFrame({"user_id": users, "longitude": x, "latitude": 0.01})
+    got = aggregate_user_cells(df, grid=GRID)
+    assert got.sums[0, 0] == float(n1 + Fraction(5, 3))
+    assert got.sums[0, 4] == float(Fraction(5, 3))
+    assert got.n_users == n1 + 5
 
 
 def test_points_outside_and_users_without_point_inside():
@@ -169,19 +195,37 @@ def test_points_outside_and_users_without_point_inside():
     assert got.sums.sum() == got.n_users
 
 
+MESSY_CSV = ("user_id,longitude,latitude\n"
+             "a,0.25,0.25\n"
+             "a,,0.25\n"          # empty coordinate
+             "a,abc,0.25\n"       # not a number
+             "a,1_0,0.25\n"       # a digit separator: not a number
+             "b,nan,0.75\n"       # NaN
+             "b,0.75,inf\n"       # infinite
+             ",0.75,0.75\n"       # no user id
+             "c, 0.75 ,0.75\n")   # spaces around a number: parsed
+
+
 def test_missing_coordinates_and_ids_are_dropped_as_outside(tmp_path):
     path = tmp_path / "messy.csv"
-    path.write_text("user_id,longitude,latitude\n"
-                    "a,0.25,0.25\n"
-                    "a,,0.25\n"          # empty coordinate
-                    "a,abc,0.25\n"       # not a number
-                    "b,nan,0.75\n"       # NaN
-                    "b,0.75,inf\n"       # infinite
-                    ",0.75,0.75\n"       # no user id
-                    "c, 0.75 ,0.75\n")   # spaces around a number: parsed
+    path.write_text(MESSY_CSV)
     got = aggregate_user_cells(path, grid=Grid(bounds=(0, 1, 0, 1), resolution=2))
     np.testing.assert_array_equal(got.sums, [[1.0, 0.0], [0.0, 1.0]])
-    assert (got.n_users, got.n_points, got.n_outside, got.n_users_empty) == (2, 7, 5, 1)
+    assert (got.n_users, got.n_points, got.n_outside, got.n_users_empty) == (2, 8, 6, 1)
+
+
+def test_read_columns_applies_the_float_rule(tmp_path):
+    path = tmp_path / "messy.csv"
+    path.write_text(MESSY_CSV)
+    cols = read_columns(path, columns=["user_id", "longitude"], float_columns=["longitude"])
+    np.testing.assert_array_equal(
+        cols["longitude"], [0.25, np.nan, np.nan, np.nan, np.nan, 0.75, 0.75, 0.75])
+    assert cols["user_id"].tolist() == ["a", "a", "a", "a", "b", "b", None, "c"]
+    frame = pd.DataFrame({"v": pd.array([1, None, 3], dtype="Int64"),
+                          "d": [2**60 + 1, 0, -5]})
+    got = read_columns(frame, columns=["v", "d"], float_columns=["v", "d"])
+    np.testing.assert_array_equal(got["v"], [1.0, np.nan, 3.0])
+    np.testing.assert_array_equal(got["d"], [float(2**60 + 1), 0.0, -5.0])
 
 
 def test_sums_add_up_to_n_users_on_gowalla():
@@ -212,6 +256,9 @@ def test_missing_column_names_it_and_the_available_ones(tmp_path):
     df.to_parquet(path)
     with pytest.raises(InvalidDataError, match=r"'lon'.*available columns"):
         aggregate_user_cells(path, grid=GRID, user_column="user", x_column="lon")
+    (tmp_path / "p.csv").write_text("user,longitude,latitude\n1,0.5,0.5\n")
+    with pytest.raises(InvalidDataError, match=r"'user_id'.*available columns"):
+        aggregate_user_cells(tmp_path / "p.csv", grid=GRID)
 
 
 def test_missing_file_is_a_clear_error(tmp_path):
@@ -229,8 +276,8 @@ def test_bad_arguments_are_refused(tmp_path):
         aggregate_user_cells(df, grid=(0, 1, 0, 1))
     with pytest.raises(InvalidParameterError, match="three different columns"):
         aggregate_user_cells(df, grid=GRID, x_column="latitude")
-    with pytest.raises(InvalidParameterError, match="chunk_size"):
-        aggregate_user_cells(df, grid=GRID, chunk_size=0)
+    with pytest.raises(InvalidParameterError, match="spark"):
+        aggregate_user_cells(df, grid=GRID, spark=object())
     (tmp_path / "points.txt").write_text("a|b\n")
     with pytest.raises(InvalidParameterError, match="sep="):
         aggregate_user_cells(tmp_path / "points.txt", grid=GRID)
@@ -238,47 +285,20 @@ def test_bad_arguments_are_refused(tmp_path):
         aggregate_user_cells(df.assign(longitude=True), grid=GRID)
 
 
-def test_parquet_csv_and_dataframe_agree_bit_for_bit(tmp_path):
+def test_parquet_csv_gzip_and_dataframe_agree_bit_for_bit(tmp_path):
     df = _messy_points(seed=4)
     df.to_parquet(tmp_path / "p.parquet")
+    (tmp_path / "folder").mkdir()
+    df.iloc[:1000].to_parquet(tmp_path / "folder" / "part-0.parquet")
+    df.iloc[1000:].to_parquet(tmp_path / "folder" / "part-1.parquet")
     df.to_csv(tmp_path / "p.tsv", sep="\t", index=False)
     whole = aggregate_user_cells(df, grid=GRID)
-    _assert_same(aggregate_user_cells(tmp_path / "p.parquet", grid=GRID, chunk_size=64), whole)
+    _assert_same(aggregate_user_cells(tmp_path / "p.parquet", grid=GRID), whole)
+    _assert_same(aggregate_user_cells(tmp_path / "folder", grid=GRID), whole)
     # text user ids: "3.0" for the float ids above, the same users
-    _assert_same(aggregate_user_cells(tmp_path / "p.tsv", grid=GRID, chunk_size=64), whole)
+    _assert_same(aggregate_user_cells(tmp_path / "p.tsv", grid=GRID), whole)
     df.to_csv(tmp_path / "p.csv.gz", index=False, compression="gzip")
-    _assert_same(aggregate_user_cells(tmp_path / "p.csv.gz", grid=GRID, chunk_size=64), whole)
-
-
-@pytest.mark.parametrize("kind", ["packed-direct", "packed-sorted", "hashed"])
-def test_local_grouping_paths_agree_with_pandas_groupby(kind):
-    """The local engine groups integer keys by direct addressing or a stable sort, and
-    anything else by hashing; all must give pandas' groupby sums, missing keys kept."""
-    rng = np.random.default_rng(11)
-    n = 5000
-    a = rng.integers(-3, 40, size=n)
-    b = rng.integers(0, 7, size=n)
-    if kind == "packed-sorted":
-        a = a * 2**40 + 17  # a span far beyond the direct-addressing table
-    df = pd.DataFrame({"a": a, "b": b, "v": rng.integers(0, 1000, size=n)})
-    if kind == "hashed":
-        df["a"] = df["a"].astype(str).where(df["a"] % 5 != 0, None)  # text, some missing
-    backend = LocalBackend(chunk_size=700)
-    data = backend.read(df, columns=["a", "b", "v"])
-    counts = backend.collect_to_numpy(backend.count_per_key(data, ["a", "b"], out="n"),
-                                      ["a", "b", "n"])
-    sums = backend.collect_to_numpy(backend.sum_per_key(data, ["a", "b"], {"s": "v"}),
-                                    ["a", "b", "s"])
-    ref = df.groupby(["a", "b"], dropna=False).agg(n=("v", "size"), s=("v", "sum"))
-    want_n = {(str(k1), int(k2)): int(r.n) for (k1, k2), r in ref.iterrows()}
-    want_s = {(str(k1), int(k2)): int(r.s) for (k1, k2), r in ref.iterrows()}
-    got_n = {(str(k1), int(k2)): int(v) for k1, k2, v in zip(
-        counts["a"], counts["b"], counts["n"], strict=True)}
-    got_s = {(str(k1), int(k2)): int(v) for k1, k2, v in zip(
-        sums["a"], sums["b"], sums["s"], strict=True)}
-    assert len(got_n) == len(counts["n"]) and len(got_s) == len(sums["s"])  # one row a key
-    assert got_n == want_n
-    assert got_s == want_s
+    _assert_same(aggregate_user_cells(tmp_path / "p.csv.gz", grid=GRID), whole)
 
 
 def test_headerless_gowalla_matches_in_memory_reference():
@@ -286,7 +306,7 @@ def test_headerless_gowalla_matches_in_memory_reference():
     from privot.datasets import load_gowalla_nyc
 
     df = load_gowalla_nyc()
-    got = aggregate_user_cells(path, grid=NYC, names=GOWALLA_NYC_COLUMNS, chunk_size=50_000)
+    got = aggregate_user_cells(path, grid=NYC, names=GOWALLA_NYC_COLUMNS, engine="local")
     ref = user_distributions_sum(df["user_id"].to_numpy(), df["longitude"].to_numpy(),
                                  df["latitude"].to_numpy(), NYC)
     np.testing.assert_allclose(got.sums, ref.sums, rtol=1e-12, atol=0)
@@ -295,71 +315,89 @@ def test_headerless_gowalla_matches_in_memory_reference():
     _assert_same(got, aggregate_user_cells(df, grid=NYC))
 
 
-@pytest.mark.parametrize("bound", [1, 3000, 2**31, 2**40])
-def test_fixed_point_quotient_is_the_truncated_exact_quotient(bound):
-    rng = np.random.default_rng(bound)
-    den = rng.integers(1, bound + 1, size=200, dtype=np.int64)
-    num = rng.integers(0, den + 1, dtype=np.int64) * rng.integers(1, 4, size=200)
-    fn = FixedPointQuotient("num", "den", _limb_bits(bound))
-    parts = fn.pandas(pd.DataFrame({"num": num, "den": den}))
-    for i in range(200):
-        value = Fraction(int(parts[fn.names[0]][i]))
-        for j, name in enumerate(fn.names[1:], start=1):
-            digit = int(parts[name][i])
-            assert 0 <= digit < 2**fn.limb_bits
-            value += Fraction(digit, 2 ** (j * fn.limb_bits))
-        exact = Fraction(int(num[i]), int(den[i]))
-        assert 0 <= exact - value < Fraction(1, 2**FRACTION_BITS)
+# the fixed-point digits, on adversarial numerators and denominators
+_BIG = [1, 2, 3, 7, 2**31 - 1, 2**31, 2**32 + 1, 10**12 + 39, 2**48 - 1, 2**48,
+        2**48 + 1, 2**61 - 1, 2**62 - 1, 2**62, 2**63 - 25, 2**63 - 1]
+# the step's own digit expressions: the BIGINT path for n < 2**31, the wide one above
+DIGITS_SQL = f"""
+SELECT k, n, d1, d2, {_digit("r2", "{div}")} AS d3
+FROM (SELECT k, n, d1, {_digit("r1", "{div}")} AS d2, {_digit("r1", "%")} AS r2
+      FROM (SELECT k, n, {_digit("k", "{div}")} AS d1, {_digit("k", "%")} AS r1
+            FROM {{source}}) q1) q2
+"""
 
 
-def test_backend_protocol_on_local_engine():
-    backend = get_backend("local", chunk_size=2)
-    assert isinstance(backend, Backend) and isinstance(backend, LocalBackend)
-    assert get_backend(backend) is backend
-    df = pd.DataFrame({"k": [1, 1, 2, None], "v": [1, 2, 3, 4]})
-    data = backend.read(df, columns=["k", "v"])
-    counts = backend.collect_to_numpy(backend.count_per_key(data, ["k"], out="n"), ["k", "n"])
-    got = sorted(str(pair) for pair in zip(counts["k"].tolist(), counts["n"].tolist(),
-                                           strict=True))
-    assert got == ["(1.0, 2)", "(2.0, 1)", "(nan, 1)"]  # the missing key is a key
-    sums = backend.sum_per_key(backend.filter(data, Compare("v", ">", 1)), (), {"t": "v"})
-    assert backend.collect_to_numpy(sums, ["t"])["t"].tolist() == [9]
-    assert backend.count(data) == 4
+def _quotient_pairs() -> pd.DataFrame:
+    ns, ks = [], []
+    for n in _BIG:
+        for k in {1, 2, n // 3, n // 2, n - 1, n}:
+            if 1 <= k <= n:
+                ns.append(n)
+                ks.append(k)
+    return pd.DataFrame({"k": np.array(ks, dtype=np.int64), "n": np.array(ns, dtype=np.int64)})
 
 
-# -- Spark engine ------------------------------------------------------------------------
+def _check_digits(got: dict) -> None:
+    assert len(got["k"]) > 50
+    for k, n, d1, d2, d3 in zip(*(got[c] for c in ("k", "n", "d1", "d2", "d3")),
+                                strict=True):
+        assert 0 <= d2 < 2**32 and 0 <= d3 < 2**32 and 0 <= d1 <= 2**32
+        assert (int(d1) << 64) + (int(d2) << 32) + int(d3) == (int(k) << 96) // int(n), (k, n)
+
+
+def test_fixed_point_digits_are_the_exact_floor_on_duckdb():
+    pairs = _quotient_pairs()
+    _check_digits(DuckDBEngine().query(DIGITS_SQL, pairs, columns={"k": "k", "n": "n"}))
+
+
+def test_engine_protocol_and_names():
+    engine = get_engine("local")
+    assert isinstance(engine, Engine) and isinstance(engine, DuckDBEngine)
+    assert get_engine("duckdb").name == "duckdb"
+    assert get_engine(engine) is engine
+    with pytest.raises(InvalidParameterError, match="threads"):
+        DuckDBEngine(threads=0)
+
+
+# -- Spark engine: the same SQL text --------------------------------------------------
 
 
 @pytest.mark.spark
-def test_spark_equals_local_bit_for_bit_on_gowalla(spark):
+def test_fixed_point_digits_are_the_exact_floor_on_spark(spark):
+    pairs = _quotient_pairs()
+    _check_digits(get_engine("spark", spark=spark).query(DIGITS_SQL, pairs,
+                                                         columns={"k": "k", "n": "n"}))
+
+
+@pytest.mark.spark
+def test_spark_equals_duckdb_bit_for_bit_on_gowalla(spark):
     path = _gowalla_path()
     local = aggregate_user_cells(path, grid=NYC, names=GOWALLA_NYC_COLUMNS)
     dist = aggregate_user_cells(path, grid=NYC, names=GOWALLA_NYC_COLUMNS, engine="spark",
                                 spark=spark)
     _assert_same(dist, local)
     # hence the same seeded release, bit for bit
-    from privot.privacy.mechanisms import laplace_mechanism
+    from privot.heatmaps import private_heatmap
 
-    a = laplace_mechanism(local.sums, sensitivity=1.0, epsilon=1.0,
-                          rng=np.random.default_rng(7))
-    b = laplace_mechanism(dist.sums, sensitivity=1.0, epsilon=1.0,
-                          rng=np.random.default_rng(7))
-    np.testing.assert_array_equal(a.value, b.value)
+    a = private_heatmap(local, grid=NYC, epsilon=1.0, rng=np.random.default_rng(7))
+    b = private_heatmap(dist, grid=NYC, epsilon=1.0, rng=np.random.default_rng(7))
+    np.testing.assert_array_equal(a.distribution, b.distribution)
+    np.testing.assert_array_equal(a.heatmap, b.heatmap)
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("native", [True, False], ids=["native", "mapInPandas"])
-def test_spark_equals_local_bit_for_bit_on_parquet(spark, native, tmp_path):
-    from privot.engines.spark import SparkBackend
-
-    df = _messy_points(seed=5)
+def test_spark_equals_duckdb_and_the_oracle_on_adversarial_data(spark, tmp_path):
+    df = pd.concat([_messy_points(seed=5), _adversarial_points()], ignore_index=True)
     df.to_parquet(tmp_path / "points.parquet")
-    local = aggregate_user_cells(tmp_path / "points.parquet", grid=GRID, chunk_size=100)
-    dist = aggregate_user_cells(tmp_path / "points.parquet", grid=GRID,
-                                engine=SparkBackend(spark, native=native))
-    _assert_same(dist, local)
-    want, counts = _exact_oracle(df, GRID)
-    np.testing.assert_array_equal(dist.sums, want)
+    many = pd.DataFrame({"user_id": np.arange(20_000.0), "longitude": 0.01,
+                         "latitude": 0.01})
+    for source in (tmp_path / "points.parquet", df, many):
+        local = aggregate_user_cells(source, grid=GRID)
+        dist = aggregate_user_cells(source, grid=GRID, engine="spark", spark=spark)
+        _assert_same(dist, local)
+    want, _ = _exact_oracle(df, GRID)
+    np.testing.assert_array_equal(aggregate_user_cells(df, grid=GRID, engine="spark",
+                                                       spark=spark).sums, want)
 
 
 @pytest.mark.spark
@@ -368,8 +406,7 @@ def test_spark_missing_column_and_messy_text(spark, tmp_path):
         aggregate_user_cells(pd.DataFrame({"u": [1], "longitude": [0.5], "latitude": [0.5]}),
                              grid=GRID, engine="spark", spark=spark)
     path = tmp_path / "messy.csv"
-    path.write_text("user_id,longitude,latitude\na,0.25,0.25\na,,0.25\na,abc,0.25\n"
-                    "b,nan,0.75\nb,0.75,inf\n,0.75,0.75\nc, 0.75 ,0.75\n")
-    _assert_same(aggregate_user_cells(path, grid=Grid(bounds=(0, 1, 0, 1), resolution=2),
-                                      engine="spark", spark=spark),
-                 aggregate_user_cells(path, grid=Grid(bounds=(0, 1, 0, 1), resolution=2)))
+    path.write_text(MESSY_CSV)
+    grid = Grid(bounds=(0, 1, 0, 1), resolution=2)
+    _assert_same(aggregate_user_cells(path, grid=grid, engine="spark", spark=spark),
+                 aggregate_user_cells(path, grid=grid))

@@ -1,4 +1,5 @@
-"""The private-coreset leaf counts on the engines: local == in-memory numpy == Spark."""
+"""The private-coreset leaf counts (``privot.barycenters.engine_step``): DuckDB ==
+in-memory numpy == Spark, bit for bit, and the same seeded release."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from privot.barycenters import coreset_leaf_counts
 from privot.barycenters.coresets import leaf_index, private_coreset
 from privot.barycenters.geometry import PublicBounds
-from privot.engines import coreset_leaf_counts
 from privot.errors import InvalidParameterError
 
 pytestmark = [
@@ -48,11 +49,13 @@ def _assert_same(got, expect):
         assert got.n[g] == n and got.n_clipped[g] == nc
 
 
-@pytest.mark.parametrize("chunk_size", [7, 1_000_000])
-def test_local_equals_numpy(chunk_size):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_duckdb_equals_numpy(threads):
+    from privot.engines.duckdb import DuckDBEngine
+
     df = _frame()
     got = coreset_leaf_counts(df, bounds=BOUNDS, depth=DEPTH, coordinate_columns=COLS,
-                              group_column="group", chunk_size=chunk_size)
+                              group_column="group", backend=DuckDBEngine(threads=threads))
     _assert_same(got, _numpy_counts(df))
 
 
@@ -111,6 +114,66 @@ def test_bad_arguments(kwargs, name):
     with pytest.raises(InvalidParameterError) as info:
         coreset_leaf_counts(_frame(10), **args)
     assert info.value.name == name
+
+
+BALL = PublicBounds.ball([1.0, -2.0], 3.0)
+
+
+def _ball_frame() -> pd.DataFrame:
+    """Points on, just inside and just outside the sphere, far away (1e300), with NaN
+    and infinite coordinates, and a missing group label."""
+    rng = np.random.default_rng(8)
+    angles = rng.uniform(0, 2 * np.pi, size=400)
+    radius = np.concatenate([np.full(100, 3.0), np.nextafter(np.full(100, 3.0), 0),
+                             np.nextafter(np.full(100, 3.0), 9), rng.uniform(0, 6, 100)])
+    x = np.column_stack([1.0 + radius * np.cos(angles), -2.0 + radius * np.sin(angles)])
+    x[:3] = [[1e300, -1e300], [1.0, -2.0], [-1e300, 5.0]]
+    x[3, 0], x[4, 1] = np.nan, np.inf
+    df = pd.DataFrame(x, columns=["p", "q"])
+    df["group"] = np.where(np.arange(400) % 3 == 0, "a", "b")
+    df.loc[7, "group"] = None
+    return df
+
+
+def _in_memory(df: pd.DataFrame, bounds: PublicBounds, cols: list[str], depth: int,
+               group) -> tuple:
+    rows = (df["group"].isna() if group is None else df["group"] == group).to_numpy()
+    x = df.loc[rows, cols].to_numpy(dtype=float)
+    usable = np.all(np.isfinite(x), axis=1)
+    unit, nc = bounds.to_unit(x[usable])
+    ids, cnt = np.unique(leaf_index(unit, cell_box=bounds.cell_box(), depth=depth),
+                         return_counts=True)
+    return ids, cnt, int(rows.sum()), nc, x
+
+
+def _check_ball(got, df) -> None:
+    assert list(got.counts) == ["a", "b", None]
+    for g in got.counts:
+        ids, cnt, n, nc, x = _in_memory(df, BALL, ["p", "q"], 12, g)
+        np.testing.assert_array_equal(got.counts[g][0], ids)
+        np.testing.assert_array_equal(got.counts[g][1], cnt)
+        assert (got.n[g], got.n_clipped[g]) == (n, nc)
+        if g == "b":  # the driver-side release equals the in-memory mechanism's
+            cs = got.coreset(g, epsilon=1.0, rng=5)
+            ref = private_coreset(x, bounds=BALL, epsilon=1.0, depth=12, rng=5)
+            np.testing.assert_array_equal(cs.points, ref.points)
+
+
+def test_duckdb_ball_bounds_equal_the_in_memory_path(tmp_path):
+    df = _ball_frame()
+    _check_ball(coreset_leaf_counts(df, bounds=BALL, depth=12, coordinate_columns=["p", "q"],
+                                    group_column="group"), df)
+    df.to_csv(tmp_path / "ball.csv.gz", index=False, compression="gzip")
+    text = coreset_leaf_counts(tmp_path / "ball.csv.gz", bounds=BALL, depth=12,
+                               coordinate_columns=["p", "q"], group_column="group")
+    _check_ball(text, df)
+
+
+@pytest.mark.spark
+def test_spark_ball_bounds_equal_duckdb_and_the_in_memory_path(spark):
+    df = _ball_frame()
+    _check_ball(coreset_leaf_counts(df, bounds=BALL, depth=12, coordinate_columns=["p", "q"],
+                                    group_column="group", backend="spark", spark=spark), df)
 
 
 @pytest.mark.spark

@@ -18,6 +18,7 @@ Privacy analysis: ``docs/privacy/barycenters.md``.
 
 from privot.barycenters.api import METHODS, default_projection_dim, private_barycenter
 from privot.barycenters.coresets import PrivateCoreset, private_coreset
+from privot.barycenters.engine_step import CoresetLeafCounts, coreset_leaf_counts
 from privot.barycenters.evaluation import barycenter_w2, evaluate_barycenter
 from privot.barycenters.geometry import PublicBounds
 from privot.barycenters.perturbation import (
@@ -33,6 +34,7 @@ from privot.barycenters.result import BarycenterResult
 __all__ = [
     "METHODS",
     "BarycenterResult",
+    "CoresetLeafCounts",
     "PerturbationRelease",
     "PolygonRegion",
     "PredicateRegion",
@@ -41,6 +43,7 @@ __all__ = [
     "Region",
     "barycenter_w2",
     "continental_us",
+    "coreset_leaf_counts",
     "default_projection_dim",
     "evaluate_barycenter",
     "output_perturbation",

@@ -51,6 +51,7 @@ from privot.barycenters.coresets import (
     default_depth,
     private_coreset,
 )
+from privot.barycenters.engine_step import CoresetLeafCounts
 from privot.barycenters.geometry import PublicBounds
 from privot.barycenters.perturbation import (
     CALIBRATIONS,
@@ -268,7 +269,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     groups : sequence of (n_i, d) arrays, one (n, d) array for ``k = 1``, or CoresetLeafCounts
         The sensitive points; one person contributes one point to one group. For data
         too large for memory, the exact leaf counts computed by an engine
-        (:func:`privot.engines.coreset_leaf_counts`, local chunks or Spark; counted at a
+        (:func:`privot.barycenters.coreset_leaf_counts`, on DuckDB or Spark; counted at a
         depth at least the one wanted, e.g. ``MAX_DEPTH``) with ``method="coreset"``.
     bounds : PublicBounds
         Public box or ball holding the data (never derived from the data); points
@@ -335,12 +336,10 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     the groups are disjoint). ``"perturbation"``: (epsilon, delta)-DP (basic
     composition of the pure-DP anchor and the Gaussian steps).
     """
-    from privot.engines.coreset import CoresetLeafCounts  # lazy: engines import us
-
     if method not in METHODS:
         raise InvalidParameterError("method", method, f"one of {METHODS}")
     if isinstance(groups, CoresetLeafCounts):
-        # exact leaf counts from an engine (local chunks or Spark): coreset method only
+        # exact leaf counts from an engine (DuckDB or Spark): coreset method only
         if method != "coreset":
             raise InvalidParameterError(
                 "method", method, "'coreset' when groups are engine leaf counts (output "

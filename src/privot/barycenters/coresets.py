@@ -638,8 +638,9 @@ def coreset_from_leaf_counts(leaf_ids: np.ndarray, counts: np.ndarray, n: int | 
                              max_tries: int = DEFAULT_MAX_TRIES) -> PrivateCoreset:
     r"""Steps 3-6 of the Private Measure Mechanism from exact leaf counts.
 
-    The entry point of the engines (:func:`privot.engines.coreset.coreset_leaf_counts`
-    computes the counts at scale); :func:`private_coreset` = leaf counting + this.
+    The entry point of the engines (:func:`~privot.barycenters.engine_step.
+    coreset_leaf_counts` computes the counts at scale on DuckDB or Spark);
+    :func:`private_coreset` = leaf counting + this.
 
     Parameters
     ----------

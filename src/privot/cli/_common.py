@@ -1,4 +1,9 @@
-"""Argument helpers shared by the subcommands."""
+"""Argument helpers shared by the subcommands.
+
+Light on purpose: the parser of every subcommand imports this module, so numpy and the
+validators are imported inside the functions that run after parsing (issue 9: a fast
+``privot --help``).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from privot._jsonable import jsonable
-from privot._validation import check_int
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["add_seed_argument", "rng_from_args", "write_json", "positive_float", "to_json"]
 
@@ -31,6 +34,10 @@ def rng_from_args(args: argparse.Namespace) -> np.random.Generator | None:
     """A seeded generator when ``--seed`` was given (with a warning), else None (secure)."""
     if args.seed is None:
         return None
+    import numpy as np
+
+    from privot._validation import check_int
+
     seed = check_int(args.seed, "--seed", minimum=0)
     print(SEED_WARNING, file=sys.stderr)
     return np.random.default_rng(seed)
@@ -44,10 +51,15 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from exc
 
 
+def _jsonable(obj: Any) -> Any:
+    from privot._jsonable import jsonable
+
+    return jsonable(obj)
+
 
 def to_json(payload: Any) -> str:
     """``payload`` as indented JSON text (numpy scalars and arrays converted)."""
-    return json.dumps(payload, indent=2, default=jsonable)
+    return json.dumps(payload, indent=2, default=_jsonable)
 
 
 def write_json(path: Path, payload: Any) -> None:

@@ -11,25 +11,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from privot._validation import (
-    check_delta,
-    check_epsilon,
-    check_int,
-    check_positive,
-    check_probability,
-)
 from privot.cli._common import add_seed_argument, positive_float, rng_from_args, to_json
-from privot.privacy.audit import audit
-from privot.privacy.mechanisms import (
-    discrete_laplace_mechanism,
-    exponential_mechanism,
-    gaussian_mechanism,
-    laplace_mechanism,
-)
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["MECHANISMS", "DEFAULT_RUNS", "EXPONENTIAL_CANDIDATES", "mechanism_sampler",
            "register"]
@@ -55,7 +42,7 @@ NEIGHBOURS = {
                     "d = 0 vs 1, sensitivity 1; statistic: the selected index"),
 }
 
-Sampler = Callable[[Any, int, np.random.Generator], np.ndarray]
+Sampler = Callable[[Any, int, "np.random.Generator"], "np.ndarray"]
 
 
 def mechanism_sampler(mechanism: str, *, epsilon: float, delta: float = 0.0,
@@ -79,6 +66,15 @@ def mechanism_sampler(mechanism: str, *, epsilon: float, delta: float = 0.0,
     progress : bool
         tqdm bar for the one-at-a-time exponential mechanism (shown on a terminal).
     """
+    import numpy as np
+
+    from privot.privacy.mechanisms import (
+        discrete_laplace_mechanism,
+        exponential_mechanism,
+        gaussian_mechanism,
+        laplace_mechanism,
+    )
+
     eps = epsilon / noise_factor
 
     def gen(rng: np.random.Generator) -> np.random.Generator | None:
@@ -151,6 +147,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from privot._validation import (
+        check_delta,
+        check_epsilon,
+        check_int,
+        check_positive,
+        check_probability,
+    )
+
     mech = args.mechanism
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     if mech == "gaussian":
@@ -164,6 +168,9 @@ def _run(args: argparse.Namespace) -> int:
                                    open_right=True)
     factor = check_positive(args.noise_factor, "--noise-factor")
     rng = rng_from_args(args)
+
+    from privot.privacy.audit import audit  # after the checks: a mistake answers fast
+
     sampler = mechanism_sampler(mech, epsilon=epsilon, delta=delta, noise_factor=factor,
                                 secure=rng is None, progress=not args.json)
     result = audit(sampler, 0, 1, epsilon=epsilon, delta=delta, n_runs=runs,

@@ -26,15 +26,21 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from privot._validation import check_epsilon, check_int
 from privot.cli._common import add_seed_argument, positive_float, rng_from_args
 from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidDataError, InvalidParameterError
 
+if TYPE_CHECKING:
+    import numpy as np
+
 __all__ = ["register"]
+
+# Parsing imports neither numpy nor the library (a fast ``privot barycenter --help``):
+# the functions below import them when they run. The choices and defaults of the parser
+# repeat the library's (privot.barycenters: METHODS, CALIBRATIONS, PLACEMENTS,
+# DEFAULT_ITERATIONS); tests/cli/test_cli_imports.py checks they agree.
 
 
 PUBLISHABLE = ("support.csv", "barycenter.png", "release.json")
@@ -96,12 +102,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reg", type=positive_float, default=1e-3,
                    help="entropic regularisation of the barycenter solver "
                         "(default: %(default)s)")
-    p.add_argument("--engine", choices=("local", "spark"), default="local",
-                   help="local: the rows are read once, in memory; spark: the coreset's "
-                        "cell counts run on Spark (coreset method) (default: %(default)s)")
+    p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                   type=lambda v: "duckdb" if v == "local" else v,
+                   help="duckdb: the rows are read once, in memory, by DuckDB ('local' is "
+                        "accepted as an alias); spark: the coreset's cell counts run on "
+                        "Spark (coreset method) (default: %(default)s)")
     p.add_argument("--plot-data", action="store_true",
                    help="also draw the raw rows under the support, into curator-data.png "
-                        "(curator-only: never publish; local engine, 2-D data)")
+                        "(curator-only: never publish; duckdb engine, 2-D data)")
     p.add_argument("--sep", default=None, help="text delimiter (default from the suffix)")
     p.add_argument("--output", "-o", default="privot-barycenter", metavar="DIR",
                    help="output folder, new or empty (default: %(default)s)")
@@ -113,6 +121,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _bounds(box: list[float] | None, ball: list[float] | None, d: int):
+    import numpy as np
+
     from privot.barycenters import PublicBounds
 
     if box is not None:
@@ -132,12 +142,12 @@ def _read_groups(path: str, columns: list[str], group_column: str | None, sep: s
                  ) -> tuple[list[np.ndarray], list[str]]:
     """The rows as groups, in memory (float; NaN for a missing or non-numeric value: the
     library leaves such rows out and keeps them in the public group size)."""
-    from privot.engines import get_backend
+    import numpy as np
 
-    backend = get_backend("local")
+    from privot.engines import read_columns
+
     wanted = columns + ([group_column] if group_column else [])
-    data = backend.read(path, columns=wanted, float_columns=columns, sep=sep)
-    cols = backend.collect_to_numpy(data, wanted)
+    cols = read_columns(path, columns=wanted, float_columns=columns, sep=sep)
     x = np.column_stack([np.asarray(cols[c], dtype=np.float64) for c in columns])
     if len(x) == 0:
         raise InvalidDataError(f"{path} has no rows (a header-only file?); nothing was "
@@ -150,6 +160,8 @@ def _read_groups(path: str, columns: list[str], group_column: str | None, sep: s
 
 
 def _projection_dim(text: str) -> int | str | None:
+    from privot._validation import check_int
+
     value = text.lower()
     if value == "auto":
         return "auto"
@@ -164,6 +176,9 @@ def _projection_dim(text: str) -> int | str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from privot._validation import check_epsilon, check_int
     from privot.barycenters import continental_us, private_barycenter
 
     columns = [c.strip() for c in args.columns.split(",") if c.strip()]
@@ -177,11 +192,11 @@ def _run(args: argparse.Namespace) -> int:
                                     "a number in (0, 1) for --method perturbation")
     projection_dim = _projection_dim(args.projection_dim)
     region = continental_us() if args.region == "continental-us" else None
-    if args.method == "perturbation" and args.engine != "local":
+    if args.method == "perturbation" and args.engine != "duckdb":
         raise InvalidParameterError("--engine", args.engine,
-                                    "'local' for --method perturbation (it needs the points)")
-    if args.plot_data and (args.engine != "local" or len(columns) != 2):
-        raise InvalidParameterError("--plot-data", True, "2-D data on the local engine")
+                                    "'duckdb' for --method perturbation (it needs the points)")
+    if args.plot_data and (args.engine != "duckdb" or len(columns) != 2):
+        raise InvalidParameterError("--plot-data", True, "2-D data on the duckdb engine")
     out = OutputFolder(args.output, command="barycenter", force=args.force,
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
@@ -193,8 +208,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.engine == "spark":
             # exact leaf counts on Spark (coreset method only, checked above); noise,
             # placement and the barycenter run here on the counts
+            from privot.barycenters import coreset_leaf_counts
             from privot.barycenters.coresets import MAX_DEPTH
-            from privot.engines import coreset_leaf_counts
 
             data = coreset_leaf_counts(args.input, bounds=bounds, depth=MAX_DEPTH,
                                        coordinate_columns=columns,

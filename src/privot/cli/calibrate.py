@@ -9,11 +9,16 @@ from __future__ import annotations
 import argparse
 import time
 
-from privot._validation import check_delta, check_epsilon, check_int, check_probability
 from privot.cli._common import positive_float, to_json
-from privot.privacy.accounting import ACCOUNTANTS, SAMPLINGS, calibrate_noise_multiplier
 
 __all__ = ["register"]
+
+#: The choices of ``--accountant`` and ``--sampling``: the values of
+#: :data:`privot.privacy.accounting.ACCOUNTANTS` and ``SAMPLINGS``, repeated here so that
+#: parsing does not import the accounting module (scipy); tests/cli/test_cli_imports.py
+#: checks they are equal.
+ACCOUNTANTS = ("pld", "rdp", "gdp-clt")
+SAMPLINGS = ("poisson", "fixed-size")
 
 _KIND = {True: "upper bound", False: "approximation"}
 
@@ -46,11 +51,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    # Validate with the flags' names before any (slow) accounting runs.
+    from privot._validation import check_delta, check_epsilon, check_int, check_probability
+
+    # Validate with the flags' names before the (slow) accounting is imported or runs.
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     delta = check_delta(args.delta, "--delta", allow_zero=False)
     steps = check_int(args.steps, "--steps", minimum=1)
     q = check_probability(args.sampling_rate, "--sampling-rate", open_left=True)
+
+    from privot.privacy.accounting import calibrate_noise_multiplier
+
     accountants = ACCOUNTANTS if args.accountant == "all" else (args.accountant,)
 
     rows = []

@@ -1,7 +1,7 @@
 """``privot heatmap INPUT``: a user-level epsilon-DP heatmap of a table of points.
 
 Reads a CSV/TSV/Parquet table (one row per point: a user id and two coordinates),
-aggregates it on the chosen engine (local, chunked; or Spark), releases the private
+aggregates it on the chosen engine (DuckDB, embedded; or Spark), releases the private
 distribution with Algorithms 1 and 2 of paper 002 (or a baseline) and writes, into the
 output folder (:mod:`privot.cli._output`):
 
@@ -21,16 +21,21 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from privot._validation import check_epsilon
 from privot.cli._common import add_seed_argument, positive_float, rng_from_args
 from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidParameterError
 
+if TYPE_CHECKING:
+    import numpy as np
+
 __all__ = ["register"]
 
+# Parsing imports neither numpy nor the library (a fast ``privot heatmap --help``): the
+# handler imports them. The choices and defaults below repeat the library's
+# (privot.heatmaps: METHODS, DEFAULT_W, DEFAULT_GAMMA, DEFAULT_SIGMA, ASPECTS);
+# tests/cli/test_cli_imports.py checks they agree.
 _METHODS = {"none": "pyramid", "laplace": "laplace", "threshold": "threshold"}
 
 
@@ -69,8 +74,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="--baseline threshold keeps the top PERCENT of cells (default: 1)")
     p.add_argument("--aspect", choices=("square", "stretch"), default="square",
                    help="cells of a non-square --bounds: square (default) or stretched")
-    p.add_argument("--engine", choices=("local", "spark"), default="local",
-                   help="where the aggregation runs (default: %(default)s)")
+    p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                   type=lambda v: "duckdb" if v == "local" else v,
+                   help="where the aggregation runs: duckdb (embedded; 'local' is accepted "
+                        "as an alias) or spark (default: %(default)s)")
     p.add_argument("--user-column", default="user_id", help="default: %(default)s")
     p.add_argument("--x-column", default="longitude", help="default: %(default)s")
     p.add_argument("--y-column", default="latitude", help="default: %(default)s")
@@ -92,8 +99,10 @@ PUBLISHABLE = ("distribution.npy", "distribution.csv", "heatmap.npy", "heatmap.p
 
 
 def _run(args: argparse.Namespace) -> int:
-    from privot.engines import aggregate_user_cells
-    from privot.heatmaps import Grid, private_heatmap
+    import numpy as np
+
+    from privot._validation import check_epsilon
+    from privot.heatmaps import Grid, aggregate_user_cells, private_heatmap
 
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     grid = Grid(tuple(args.bounds), args.resolution, aspect=args.aspect)

@@ -1,21 +1,16 @@
-"""Local and distributed execution of the data-touching steps.
+"""Embedded and distributed execution of the data-touching steps.
 
-The steps that read raw data at scale are written once against a small columnar
-backend protocol (:class:`~privot.engines.base.Backend`: read, map_columns, filter,
-count_per_key, sum_per_key, join, cache, count, collect_to_numpy), in the spirit of
-PipelineDP's ``PipelineBackend``:
+A step is one SQL text owned by its capability (``privot.heatmaps.engine_step``,
+``privot.barycenters.engine_step``); an :class:`~privot.engines.base.Engine` runs it
+over a file or a DataFrame and returns the (small) result:
 
-* :class:`~privot.engines.local.LocalBackend` (``engine="local"``, the default):
-  pandas chunks streamed from CSV/TSV/Parquet with pyarrow, bounded memory;
-* :class:`~privot.engines.spark.SparkBackend` (``engine="spark"``): Spark DataFrames.
+* :class:`~privot.engines.duckdb.DuckDBEngine` (``engine="duckdb"``, the default;
+  ``"local"`` is an alias): DuckDB in this process, out-of-core and multi-threaded;
+* :class:`~privot.engines.spark.SparkEngine` (``engine="spark"``): Spark SQL.
 
 Only aggregates reach the driver; noise and reconstruction run there, once, so a
-seeded release is identical whichever engine computed the aggregate.
-
-:func:`aggregate_user_cells` (module :mod:`~privot.engines.heatmap`) is the heatmap
-step: per-user distributions over a public grid, summed per cell, bit-identical on
-every engine. :func:`coreset_leaf_counts` (module :mod:`~privot.engines.coreset`) is
-the private-coreset step: exact per-(group, leaf) counts of the public binary partition.
+seeded release is identical whichever engine computed the aggregate. This package
+knows nothing of any capability.
 
 Privacy
 -------
@@ -26,47 +21,40 @@ that noises them on the driver states unit, relation, sensitivity and guarantee
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from privot.engines.base import (
-    Backend,
-    ColumnFunction,
-    Compare,
-    Predicate,
-    SourceNotFoundError,
-)
-from privot.engines.local import LocalBackend, LocalFrame
+import numpy as np
+
+from privot.engines.base import Engine, SourceNotFoundError, VectorFunction, check_source
 from privot.errors import InvalidParameterError
 
 __all__ = [
+    "ALIASES",
     "ENGINES",
-    "Backend",
-    "ColumnFunction",
-    "Compare",
-    "LocalBackend",
-    "LocalFrame",
-    "Predicate",
+    "DuckDBEngine",
+    "Engine",
     "SourceNotFoundError",
-    "SparkBackend",
-    "aggregate_user_cells",
-    "coreset_leaf_counts",
-    "get_backend",
+    "SparkEngine",
+    "VectorFunction",
+    "get_engine",
+    "read_columns",
 ]
 
 #: Engine names accepted by ``engine=``.
-ENGINES = ("local", "spark")
+ENGINES = ("duckdb", "spark")
+#: Other names accepted for an engine: ``"local"`` (the embedded engine) is DuckDB.
+ALIASES = {"local": "duckdb"}
 
 
-def get_backend(engine: str | Backend = "local", *, chunk_size: int = 1_000_000,
-                spark: Any = None) -> Backend:
-    """The backend for an ``engine=`` argument.
+def get_engine(engine: str | Engine = "duckdb", *, spark: Any = None) -> Engine:
+    """The engine for an ``engine=`` argument.
 
     Parameters
     ----------
-    engine : {"local", "spark"} or Backend
-        A name, or a backend instance returned as is.
-    chunk_size : int
-        Rows per chunk of the local engine.
+    engine : {"duckdb", "spark", "local"} or Engine
+        A name (``"local"`` is an alias of ``"duckdb"``), or an engine instance
+        returned as is.
     spark : pyspark.sql.SparkSession, optional
         Session of the Spark engine (default: the active one, else a new one).
 
@@ -78,34 +66,58 @@ def get_backend(engine: str | Backend = "local", *, chunk_size: int = 1_000_000,
         pyspark not installed (extra ``spark``) for ``"spark"``.
     """
     if isinstance(engine, str):
-        if engine == "local":
+        name = ALIASES.get(engine, engine)
+        if name == "duckdb":
             if spark is not None:
-                raise InvalidParameterError("spark", spark,
-                                            "None unless engine='spark'")
-            return LocalBackend(chunk_size=chunk_size)
-        if engine == "spark":
-            from privot.engines.spark import SparkBackend
+                raise InvalidParameterError("spark", spark, "None unless engine='spark'")
+            from privot.engines.duckdb import DuckDBEngine
 
-            return SparkBackend(spark)
-    elif isinstance(engine, Backend):
+            return DuckDBEngine()
+        if name == "spark":
+            from privot.engines.spark import SparkEngine
+
+            return SparkEngine(spark)
+    elif isinstance(engine, Engine):
         return engine
-    raise InvalidParameterError("engine", engine,
-                                f"one of {ENGINES} or a privot.engines.Backend instance")
+    raise InvalidParameterError(
+        "engine", engine,
+        f"one of {ENGINES} ('local' = 'duckdb') or a privot.engines.Engine instance")
+
+
+def read_columns(source: Any, *, columns: Sequence[str], float_columns: Sequence[str] = (),
+                 sep: str | None = None, names: Sequence[str] | None = None,
+                 engine: str | Engine = "duckdb") -> dict[str, np.ndarray]:
+    """The rows of ``source`` brought into memory, column by column.
+
+    For data that fits in memory (the in-memory paths of the capabilities); the
+    conversion rule of ``float_columns`` is the engines' (``privot.engines.base``).
+
+    Returns
+    -------
+    dict of str to (n,) ndarray
+        float64 for ``float_columns`` (NaN where missing); other columns as read.
+    """
+    check_source(source)
+    cols = list(dict.fromkeys(columns))
+    aliases = {f"c{i}": c for i, c in enumerate(cols)}
+    floats = [a for a, c in aliases.items() if c in float_columns]
+    got = get_engine(engine).query("SELECT * FROM {source}", source, columns=aliases,
+                                   float_columns=floats, sep=sep, names=names)
+    out = {}
+    for alias, col in aliases.items():
+        values = got[alias]
+        out[col] = (np.asarray(values, dtype=np.float64) if alias in floats else values)
+    return out
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: the heatmap step imports privot.heatmaps, and the Spark backend pyspark;
-    # importing privot.engines itself stays light and free of import cycles.
-    if name == "aggregate_user_cells":
-        from privot.engines.heatmap import aggregate_user_cells
+    # Lazy: duckdb and pyspark are imported when an engine is built.
+    if name == "DuckDBEngine":
+        from privot.engines.duckdb import DuckDBEngine
 
-        return aggregate_user_cells
-    if name == "coreset_leaf_counts":
-        from privot.engines.coreset import coreset_leaf_counts
+        return DuckDBEngine
+    if name == "SparkEngine":
+        from privot.engines.spark import SparkEngine
 
-        return coreset_leaf_counts
-    if name == "SparkBackend":
-        from privot.engines.spark import SparkBackend
-
-        return SparkBackend
+        return SparkEngine
     raise AttributeError(f"module 'privot.engines' has no attribute {name!r}")

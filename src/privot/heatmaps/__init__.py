@@ -39,6 +39,7 @@ from privot.heatmaps.dense import (
     emd_norm,
     emd_projection,
 )
+from privot.heatmaps.engine_step import aggregate_user_cells
 from privot.heatmaps.grid import ASPECTS, CellAssignment, Grid
 from privot.heatmaps.kmedian import (
     KMedianResult,
@@ -76,7 +77,7 @@ from privot.heatmaps.shuffle import (
 
 __all__ = ["ASPECTS", "CellAssignment", "Grid", "block_sums", "children_flat", "leaf_block",
            "pyramid",
-           "CellSums", "user_distributions_sum",
+           "CellSums", "aggregate_user_cells", "user_distributions_sum",
            "DEFAULT_GAMMA", "DEFAULT_W", "Measurements", "level_budgets", "measure",
            "start_level",
            "LP_FORMS", "Reconstruction", "reconstruct",

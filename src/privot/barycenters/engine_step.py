@@ -1,20 +1,23 @@
-r"""The data-touching step of the private coreset, written once over the backend protocol.
+r"""The data-touching step of the private coreset: one SQL text for DuckDB and Spark.
 
 The Private Measure Mechanism (:mod:`privot.barycenters.coresets`) reads the data only
 through the exact number of points of each group in each leaf of the public binary
-partition. :func:`coreset_leaf_counts` computes those counts on any
-:class:`~privot.engines.base.Backend` (local chunks or Spark); the noise, the
+partition. :func:`coreset_leaf_counts` computes those counts with
+:data:`LEAF_COUNTS_SQL` on any :class:`~privot.engines.base.Engine`; the noise, the
 consistency pass and the placement then run once on the driver
 (:func:`~privot.barycenters.coresets.coreset_from_leaf_counts`), so a seeded release is
-identical whichever engine counted.
+identical whichever engine counted, and identical to the in-memory
+:func:`~privot.barycenters.coresets.private_coreset` on the same rows.
 
-Per row (a :class:`CoresetLeaf` column function, numpy on pandas chunks; on Spark
-through ``mapInPandas``, so both engines run the very same float operations): the
-coordinates are mapped into unit coordinates by the public
-:class:`~privot.barycenters.geometry.PublicBounds` (clipped into the bounds, counted),
-and the leaf id is computed by :func:`~privot.barycenters.coresets.leaf_index`. Then
-one ``count_per_key`` over ``(group, leaf, clipped)``: integer counts, exact on every
-backend. What reaches the driver is at most ``groups x 2^depth x 2`` rows of integers.
+Per row, the leaf is computed by one numpy function, :func:`leaf_codes` (a
+:class:`~privot.engines.base.VectorFunction`: DuckDB calls it on Arrow batches, Spark
+as a pandas UDF): the coordinates are clipped into the public
+:class:`~privot.barycenters.geometry.PublicBounds` exactly as
+:meth:`PublicBounds.to_unit` does (box: coordinatewise; ball: radial projection with a
+scaled norm), and the leaf id is :func:`~privot.barycenters.coresets.leaf_index` of the
+unit coordinates: the very operations of the in-memory path, so the counts are
+bit-identical. Then one ``GROUP BY (group, code)``: integer counts, exact on every
+engine. What reaches the driver is at most ``groups x 2^(depth + 1)`` rows of integers.
 
 Rows with a missing, non-numeric, NaN or infinite coordinate
 ---------------------------------------------------------------
@@ -23,14 +26,14 @@ The one rule of :mod:`privot._usable`, as on the in-memory path: such a row is
 in the public group size ``n`` (the replace-one relation keeps group sizes public;
 replacing a usable row by an unusable one changes one leaf count by one, within the
 sensitivity of the level counts). The rule reads only the row itself. A missing group
-value is a group of its own (key ``None``), as ``count_per_key`` does.
+value is a group of its own (key ``None``).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -43,50 +46,54 @@ from privot.barycenters.coresets import (
     leaf_index,
 )
 from privot.barycenters.geometry import PublicBounds
-from privot.engines import get_backend
-from privot.engines.base import Backend, ColumnFunction
+from privot.engines import Engine, VectorFunction, get_engine
+from privot.engines.base import check_source
 from privot.errors import InvalidParameterError
 
-__all__ = ["CoresetLeaf", "CoresetLeafCounts", "coreset_leaf_counts", "leaf_counts_on"]
+__all__ = ["LEAF_COUNTS_SQL", "CoresetLeafCounts", "coreset_leaf_counts", "leaf_codes"]
 
-_LEAF = "_privot_leaf"
-_CLIPPED = "_privot_clipped"  # row status: 0 inside, 1 clipped, 2 unusable
-_INSIDE, _MOVED, _UNUSABLE = 0, 1, 2
-#: Leaf id of an unusable row (in no leaf).
-_NO_LEAF = -1
-_COUNT = "_privot_count"
+#: Code of an unusable row (in no leaf); a usable row's code is ``2 * leaf + clipped``.
+UNUSABLE = -1
+
+#: The step, for both engines: ``{source}`` has the group column ``g`` (``{group}`` is
+#: ``g``, or the constant ``0`` without groups) and the coordinates ``c0``...
+#: (``{args}``), which the row function ``{leaf}`` (:func:`leaf_codes`) reads.
+LEAF_COUNTS_SQL = """
+SELECT g, code, count(*) AS k
+FROM (SELECT {group} AS g, {{leaf}}({args}) AS code FROM {{source}}) r
+GROUP BY g, code
+"""
 
 
-@dataclass(frozen=True, eq=False)
-class CoresetLeaf(ColumnFunction):
-    """int64 columns: the leaf id of each row (-1: unusable) and its status (0 inside the
-    bounds, 1 clipped into them, 2 unusable)."""
+def leaf_codes(*columns: np.ndarray, bounds: PublicBounds, depth: int) -> np.ndarray:
+    """``2 * leaf + clipped`` of each row, or :data:`UNUSABLE` (-1).
 
-    bounds: PublicBounds
-    depth: int
-    columns: tuple[str, ...]
+    Parameters
+    ----------
+    *columns : (n,) float arrays
+        The ``d`` coordinates (NaN where missing).
+    bounds : PublicBounds
+    depth : int
 
-    @property
-    def outputs(self) -> Mapping[str, str]:  # type: ignore[override]
-        return {_LEAF: "int64", _CLIPPED: "int64"}
-
-    def pandas(self, frame: Any) -> dict[str, np.ndarray]:
-        n = len(frame)
-        x = np.empty((n, len(self.columns)), dtype=np.float64)
-        for i, c in enumerate(self.columns):
-            x[:, i] = np.asarray(frame[c].to_numpy(dtype=np.float64, na_value=np.nan))
-        bad = ~np.all(np.isfinite(x), axis=1)
-        x[bad] = self.bounds.centre
-        clipped, moved = self.bounds.clip(x)
-        unit = (clipped - self.bounds.centre) * self.bounds.scale
-        lo, hi = self.bounds.cell_box()
-        np.maximum(unit, lo, out=unit)
-        np.minimum(unit, hi, out=unit)
-        leaf = (leaf_index(unit, cell_box=(lo, hi), depth=self.depth) if n
-                else np.empty(0, dtype=np.int64))
-        leaf[bad] = _NO_LEAF
-        status = np.where(bad, _UNUSABLE, np.where(moved, _MOVED, _INSIDE))
-        return {_LEAF: leaf, _CLIPPED: status.astype(np.int64)}
+    Notes
+    -----
+    The operations of :meth:`PublicBounds.to_unit` and :func:`leaf_index` on the usable
+    rows, so the leaf ids equal the in-memory path's bit for bit.
+    """
+    x = np.column_stack([np.asarray(c, dtype=np.float64) for c in columns])
+    n = x.shape[0]
+    bad = ~np.all(np.isfinite(x), axis=1)
+    x[bad] = bounds.centre
+    clipped, moved = bounds.clip(x)
+    unit = (clipped - bounds.centre) * bounds.scale
+    lo, hi = bounds.cell_box()
+    np.maximum(unit, lo, out=unit)
+    np.minimum(unit, hi, out=unit)
+    leaf = (leaf_index(unit, cell_box=(lo, hi), depth=depth) if n
+            else np.empty(0, dtype=np.int64))
+    code = 2 * leaf + moved.astype(np.int64)
+    code[bad] = UNUSABLE
+    return code
 
 
 @dataclass(frozen=True)
@@ -139,54 +146,44 @@ def _key(value: Any) -> Any:
     return value
 
 
-def leaf_counts_on(backend: Backend, source: Any, *, bounds: PublicBounds, depth: int,
-                   coordinate_columns: Sequence[str], group_column: str | None = None,
-                   sep: str | None = None, names: Sequence[str] | None = None
-                   ) -> CoresetLeafCounts:
-    """:func:`coreset_leaf_counts` on an explicit backend (no argument defaults)."""
-    b = backend
-    coords = tuple(coordinate_columns)
-    keys = [group_column] if group_column is not None else []
-    rows = b.read(source, columns=[*keys, *coords], float_columns=list(coords), sep=sep,
-                  names=names)
-    rows = b.map_columns(rows, CoresetLeaf(bounds, depth, coords))
-    agg = b.count_per_key(rows, [*keys, _LEAF, _CLIPPED], out=_COUNT)
-    got = b.collect_to_numpy(agg, [*keys, _LEAF, _CLIPPED, _COUNT])
-    leaf = np.asarray(got[_LEAF], dtype=np.int64)
-    clipped = np.asarray(got[_CLIPPED], dtype=np.int64)
-    count = np.asarray(got[_COUNT], dtype=np.int64)
-    groups = ([_key(v) for v in got[group_column].tolist()] if group_column is not None
-              else [None] * leaf.size)
+def _collect(got: dict[str, np.ndarray], grouped: bool, bounds: PublicBounds,
+             depth: int) -> CoresetLeafCounts:
+    """Per-group tables from the query's ``(g, code, k)`` rows (driver side)."""
+    code = np.asarray(got["code"], dtype=np.int64)
+    count = np.asarray(got["k"], dtype=np.int64)
+    groups = ([_key(v) for v in np.asarray(got["g"]).tolist()] if grouped
+              else [None] * code.size)
     by_group: dict[Any, list[int]] = {}
     for i, g in enumerate(groups):
         by_group.setdefault(g, []).append(i)
     counts, n, n_clipped, n_unusable = {}, {}, {}, {}
     for g in sorted(by_group, key=lambda v: (v is None, str(v))):
         idx = np.asarray(by_group[g], dtype=np.int64)
-        n[g] = int(count[idx].sum())
-        n_clipped[g] = int(count[idx][clipped[idx] == _MOVED].sum())
-        n_unusable[g] = int(count[idx][clipped[idx] == _UNUSABLE].sum())
-        idx = idx[leaf[idx] != _NO_LEAF]
-        ids, inverse = np.unique(leaf[idx], return_inverse=True)
+        c, k = code[idx], count[idx]
+        usable = c != UNUSABLE
+        n[g] = int(k.sum())
+        n_unusable[g] = int(k[~usable].sum())
+        n_clipped[g] = int(k[usable & (c % 2 == 1)].sum())
+        ids, inverse = np.unique(c[usable] // 2, return_inverse=True)
         cnt = np.zeros(ids.size, dtype=np.int64)
-        np.add.at(cnt, inverse.reshape(-1), count[idx])  # exact integer sums
-        counts[g] = (ids, cnt)
+        np.add.at(cnt, inverse.reshape(-1), k[usable])  # exact integer sums
+        counts[g] = (ids.astype(np.int64), cnt)
     return CoresetLeafCounts(counts=counts, n=n, n_clipped=n_clipped, depth=depth,
                              bounds=bounds, n_unusable=n_unusable)
 
 
 def coreset_leaf_counts(source: Any, *, bounds: PublicBounds, depth: int,
                         coordinate_columns: Sequence[str], group_column: str | None = None,
-                        backend: str | Backend = "local", chunk_size: int = 1_000_000,
-                        spark: Any = None, sep: str | None = None,
+                        backend: str | Engine = "duckdb", spark: Any = None,
+                        sep: str | None = None,
                         names: Sequence[str] | None = None) -> CoresetLeafCounts:
-    r"""Exact per-(group, leaf) counts for the private coreset, on a local or Spark engine.
+    r"""Exact per-(group, leaf) counts for the private coreset, on DuckDB or Spark.
 
     Parameters
     ----------
     source : str, path-like or DataFrame
-        CSV/TSV/Parquet file or folder, pandas ``DataFrame`` (Spark: also a Spark
-        ``DataFrame``). One row per point.
+        CSV/TSV (optionally ``.gz``)/Parquet file or folder, pandas ``DataFrame``
+        (Spark: also a Spark ``DataFrame``). One row per point.
     bounds : PublicBounds
         Public bounds of the coordinates (``bounds.dim == len(coordinate_columns)``).
     depth : int
@@ -196,9 +193,8 @@ def coreset_leaf_counts(source: Any, *, bounds: PublicBounds, depth: int,
         The ``d`` coordinate columns, in the order of ``bounds``.
     group_column : str, optional
         Column of the group (distribution) each row belongs to.
-    backend : {"local", "spark"} or Backend
-    chunk_size : int
-        Rows per chunk of the local engine.
+    backend : {"duckdb", "spark", "local"} or Engine, default "duckdb"
+        The engine (``"local"`` = ``"duckdb"``).
     spark : pyspark.sql.SparkSession, optional
     sep, names : optional
         Delimiter and column names of a header-less text file.
@@ -233,15 +229,13 @@ def coreset_leaf_counts(source: Any, *, bounds: PublicBounds, depth: int,
                                      or group_column in coords):
         raise InvalidParameterError("group_column", group_column,
                                     "None or a column name not among the coordinates")
-    for c in [*coords, *([group_column] if group_column else [])]:
-        if c.startswith("_privot_"):
-            raise InvalidParameterError("coordinate_columns/group_column", c,
-                                        "names not starting with '_privot_'")
-    chunk_size = check_int(chunk_size, "chunk_size", minimum=1)
-    if source is None or not (isinstance(source, (str, os.PathLike))
-                              or hasattr(source, "columns")):
-        raise InvalidParameterError("source", type(source).__name__,
-                                    "a path to a CSV/TSV/Parquet file or a DataFrame")
-    b = get_backend(backend, chunk_size=chunk_size, spark=spark)
-    return leaf_counts_on(b, source, bounds=bounds, depth=depth, coordinate_columns=coords,
-                          group_column=group_column, sep=sep, names=names)
+    check_source(source)
+    eng = get_engine(backend, spark=spark)
+    aliases = {f"c{i}": c for i, c in enumerate(coords)}
+    columns = ({"g": group_column} if group_column is not None else {}) | aliases
+    sql = LEAF_COUNTS_SQL.format(group="g" if group_column is not None else "0",
+                                 args=", ".join(aliases))
+    fn = VectorFunction(partial(leaf_codes, bounds=bounds, depth=depth), len(coords))
+    got = eng.query(sql, source, columns=columns, float_columns=list(aliases), sep=sep,
+                    names=names, functions={"leaf": fn})
+    return _collect(got, group_column is not None, bounds, depth)
