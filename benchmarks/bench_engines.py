@@ -367,6 +367,21 @@ def plot(report: dict) -> None:
     fig.savefig(RESULTS / "engines.png", dpi=110)
 
 
+
+def _run_and_compare(report: dict, name: str, argv: list[str], timeout: float, out: Path,
+                     ref: Path | None, same) -> Path | None:
+    """Run one worker, record it, and compare its output with the first engine's;
+    returns the reference output (this one if it is the first to succeed)."""
+    res = run_worker(argv, timeout)
+    report["runs"][name] = res
+    print(name, res, flush=True)
+    if "error" in res:
+        return ref
+    if ref is None:
+        return out
+    report["bit_identical"][name] = same(ref, out)
+    return ref
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--users", type=int, default=1_000_000)
@@ -416,15 +431,9 @@ def main(argv: list[str] | None = None) -> dict:
                 for engine in engines:
                     name = f"{engine} | heatmap D={resolution} {fmt}"
                     out = DATA / f"heatmap_{engine}_{resolution}_{fmt}.npy"
-                    res = run_worker(["heatmap", engine, str(path), str(resolution),
-                                      str(out)], args.timeout)
-                    report["runs"][name] = res
-                    print(name, res, flush=True)
-                    if "error" not in res:
-                        if ref is None:
-                            ref = out
-                        else:
-                            report["bit_identical"][name] = _same_heatmap(ref, out)
+                    ref = _run_and_compare(report, name, ["heatmap", engine, str(path),
+                                                          str(resolution), str(out)],
+                                           args.timeout, out, ref, _same_heatmap)
     if args.only != "heatmap":
         path = DATA / f"points_{args.checkins}.parquet"
         if not path.exists():
@@ -438,14 +447,8 @@ def main(argv: list[str] | None = None) -> dict:
         for engine in ["duckdb", "duckdb-sql", *engines[1:]]:
             name = f"{engine} | coreset depth {DEPTH} parquet"
             out = DATA / f"coreset_{engine}.npz"
-            res = run_worker(["coreset", engine, str(path), str(out)], args.timeout)
-            report["runs"][name] = res
-            print(name, res, flush=True)
-            if "error" not in res:
-                if ref is None:
-                    ref = out
-                else:
-                    report["bit_identical"][name] = _same_coreset(ref, out)
+            ref = _run_and_compare(report, name, ["coreset", engine, str(path), str(out)],
+                                   args.timeout, out, ref, _same_coreset)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out_json.write_text(json.dumps(report, indent=2) + "\n")
     if not suffix:

@@ -17,3 +17,21 @@ def capped_emd(monkeypatch):
         return real(a, b, M, numItermax=2, log=log, **kwargs)
 
     monkeypatch.setattr(ot, "emd", capped)
+
+
+@pytest.fixture
+def nan_sinkhorn(monkeypatch):
+    """The batched Sinkhorn of the free-support barycenter returns NaN potentials: the
+    solver must raise (``on_failure="raise"``) or fall back, never return NaN atoms."""
+    import numpy as np
+
+    import privot.ot._barycenter as bary_mod
+
+    real = bary_mod.solve_entropic
+
+    def broken(*args, **kwargs):
+        out = real(*args, **kwargs)
+        out.bv = np.full_like(out.bv, np.nan)
+        return out
+
+    monkeypatch.setattr(bary_mod, "solve_entropic", broken)

@@ -4,6 +4,15 @@ User mistakes (any :class:`~privot.errors.PrivotError`, bad arguments) print one
 on stderr and exit with status 2; no traceback. Anything else is a bug and keeps its
 traceback. :func:`main` returns the exit status instead of raising ``SystemExit``
 (also for ``--help`` and argument errors), so it can be called in-process.
+
+Privacy
+-------
+No release here; each subcommand states its unit, relation and guarantee in its
+``--help`` and ``release.json``. Errors are raised before any budget is charged (the
+release paths are total), so an exit status of 2 and its one line depend on the
+arguments and, for a refusal such as "no usable row", on the data as seen by the
+curator, never on the noise; the output folder's split into publishable and curator
+files is :mod:`privot.cli._output`'s.
 """
 
 from __future__ import annotations

@@ -20,6 +20,14 @@ rectangle onto it:
 Cells are indexed ``(row, col)`` with ``row`` along ``y`` (``y_min`` at row 0) and
 ``col`` along ``x``; the flat index is ``row * Delta + col``, the layout of a
 ``(Delta, Delta)`` numpy array whose ``[0, 0]`` is the corner ``(x_min, y_min)``.
+
+Privacy
+-------
+No release here. The grid (bounds, resolution, aspect) is public by assumption and never
+derived from the data; :meth:`Grid.assign` maps each point by a rule reading that point
+alone, so one user's points change only that user's cells. Unit (a user), relation
+(add/remove) and sensitivity are stated by the mechanisms (``heatmaps.measure``,
+``docs/privacy/heatmaps.md``). The counts of dropped points are curator-only.
 """
 
 from __future__ import annotations

@@ -74,6 +74,13 @@ References
    2019.
 .. [LO07] H. Ling, K. Okada. "An efficient Earth Mover's Distance algorithm for
    robust histogram comparison." IEEE TPAMI 29(5), 2007.
+
+Privacy
+-------
+Evaluation, not a release: the metrics compare a private map with a reference, which
+may be the exact non-private one, so their values can depend on the raw data and are
+for the curator (benchmarks, the demo report), never published with a release. The
+``epsilon`` of :func:`kl_divergence` is a smoothing constant, not a privacy budget.
 """
 
 from __future__ import annotations

@@ -20,6 +20,13 @@ and every column of :math:`K` has a largest entry of exactly 1 (none underflows 
 overflows, whatever the support did since the last solve). If a scaling still becomes
 zero or non-finite (an atom far from every point of a group), the solve is redone with
 log-domain iterations; if those fail too, :class:`~privot.errors.ConvergenceError`.
+
+Privacy
+-------
+Non-private numerics: ``epsilon``/``reg`` here is the entropic regularisation, not a
+privacy budget. The private barycenters run this solver on private coresets only, as
+post-processing (``privot.barycenters.api``, paper 000 Alg. 2); no unit, relation or
+sensitivity is stated here because nothing is released here.
 """
 
 from __future__ import annotations

@@ -4,6 +4,13 @@ Stable for small regularisation: the kernel :math:`e^{-C/\\varepsilon}` is never
 formed; each half-step is a log-sum-exp (:func:`scipy.special.logsumexp`) over
 :math:`\\log b_j + (g_j - C_{ij})/\\varepsilon`, which cannot underflow to zero or
 overflow the way the plain scaling iterations :math:`u = a / (K v)` do.
+
+Privacy
+-------
+Non-private numerics: no release happens here, and ``epsilon`` in this module is the
+entropic regularisation, not a privacy budget. Unit, neighbouring relation, sensitivity
+and guarantee belong to the mechanisms that call a solver on already private data
+(post-processing) or on raw data only for evaluation (``docs/privacy/``).
 """
 
 from __future__ import annotations
