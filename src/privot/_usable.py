@@ -96,7 +96,8 @@ def swapped_axes_hint(points: np.ndarray, inside: Callable[[np.ndarray], np.ndar
 
 
 def check_usable(*, n_rows: int, n_unusable: int, n_outside: int, what: str,
-                 outside: str = "outside the bounds", hint: str = AXES_HINT) -> None:
+                 outside: str = "outside the bounds",
+                 hint: Callable[[], str] | None = None) -> None:
     """Refuse when no row is usable and inside; warn when most rows are not.
 
     Parameters
@@ -111,8 +112,9 @@ def check_usable(*, n_rows: int, n_unusable: int, n_outside: int, what: str,
         What the rows are, for the message (``"the input"``, ``"group 'a'"``).
     outside : str
         How to say what happens to rows outside (``"outside the bounds (clipped)"``).
-    hint : str
-        Appended to the refusal and the warning.
+    hint : callable, optional
+        ``hint() -> str``, called only when the run is refused or warned about (it may
+        read the rows again); default :data:`AXES_HINT`.
 
     Raises
     ------
@@ -123,12 +125,14 @@ def check_usable(*, n_rows: int, n_unusable: int, n_outside: int, what: str,
     good = n_rows - n_unusable - n_outside
     summary = (f"{n_rows} row(s) read, {n_unusable} with a missing or non-numeric "
                f"coordinate, {n_outside} {outside}")
+    if n_rows - good > MOSTLY * n_rows:
+        said = AXES_HINT if hint is None else hint()
     if n_rows == 0:
         raise InvalidDataError(f"{what} has no rows (a header-only file?); nothing was "
                                "charged or written")
     if good <= 0:
         raise InvalidDataError(f"{what}: no usable row inside the bounds ({summary}); "
-                               f"{hint}. Nothing was charged or written")
+                               f"{said}. Nothing was charged or written")
     if n_rows - good > MOSTLY * n_rows:
-        warnings.warn(f"{what}: most rows are not used as given ({summary}); {hint}",
+        warnings.warn(f"{what}: most rows are not used as given ({summary}); {said}",
                       DataWarning, stacklevel=3)

@@ -32,7 +32,6 @@ import numpy as np
 
 from privot._usable import (
     AXES_HINT,
-    MOSTLY,
     check_usable,
     group_arrays,
     swapped_axes_hint,
@@ -141,12 +140,13 @@ def _check_groups(groups: Any, bounds: PublicBounds) -> list[np.ndarray]:
 
 
 def _row_counts(raw: list[np.ndarray], bounds: PublicBounds
-                ) -> tuple[list[np.ndarray], list[int], list[int]]:
-    """Per group: the usable-row mask, unusable rows, usable rows outside the bounds."""
+                ) -> tuple[list[np.ndarray], list[np.ndarray], list[int], list[int]]:
+    """Per group: the usable-row mask, the usable rows in unit coordinates (clipped),
+    the unusable rows and the usable rows clipped (outside the bounds), mapped once."""
     usable = [usable_rows(g) for g in raw]
-    outside = [int(np.count_nonzero(bounds.clip(g[u])[1])) for g, u in zip(raw, usable,
-                                                                             strict=True)]
-    return usable, [int(len(u) - u.sum()) for u in usable], outside
+    mapped = [bounds.unit_and_moved(g[u]) for g, u in zip(raw, usable, strict=True)]
+    return (usable, [unit for unit, _ in mapped], [int(len(u) - u.sum()) for u in usable],
+            [int(np.count_nonzero(moved)) for _, moved in mapped])
 
 
 def _check_usable_groups(names: list[str], sizes: list[int], unusable: list[int],
@@ -156,7 +156,7 @@ def _check_usable_groups(names: list[str], sizes: list[int], unusable: list[int]
     for i, name in enumerate(names):
         check_usable(n_rows=sizes[i], n_unusable=unusable[i], n_outside=outside[i],
                      what=f"group {name}", outside="outside the bounds (clipped into them)",
-                     hint=hint(i) if (unusable[i] + outside[i]) > MOSTLY * sizes[i] else "")
+                     hint=lambda i=i: hint(i))
 
 
 def _coresets_of_counts(counts: Any, keys: list[Any]) -> CoresetMaker:
@@ -180,12 +180,12 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
                         p: float, projection_dim: int | None, beta: np.ndarray,
                         solver: dict[str, Any], coreset: dict[str, Any],
                         gen: np.random.Generator | None
-                        ) -> tuple[np.ndarray, dict[str, Any], bool, list[int]]:
+                        ) -> tuple[np.ndarray, dict[str, Any], bool]:
     """Paper 000 Alg. 2 in unit coordinates.
 
-    Returns the support, diagnostics, whether all noise was secure, and the clipped
-    counts per group (curator-only). ``gen`` None: secure noise, and an OS-seeded
-    generator for the public randomness (JL map, solver initialisation).
+    Returns the support, diagnostics and whether all noise was secure. ``gen`` None:
+    secure noise, and an OS-seeded generator for the public randomness (JL map, solver
+    initialisation).
     """
     public = gen if gen is not None else np.random.default_rng()
     t0 = time.perf_counter()
@@ -238,7 +238,7 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
             "solver_converged": bool(fit.converged), "solver_outer_iterations": fit.n_outer,
             "projection_dim": None if proj is None else int(proj.shape[0]),
             "seconds_coreset": t1 - t0, "seconds_barycenter": t2 - t1}
-    return support, diag, all(c.secure for c in cores), [c.n_clipped for c in cores]
+    return support, diag, all(c.secure for c in cores)
 
 
 def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
@@ -401,7 +401,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
 
     # curator decisions on the exact data, made before anything is charged
     if raw is not None:
-        usable, n_unusable, n_outside = _row_counts(raw, bounds)
+        usable, unit_rows, n_unusable, n_outside = _row_counts(raw, bounds)
         def hint(i: int) -> str:
             return swapped_axes_hint(raw[i][usable[i]], lambda x: ~bounds.clip(x)[1])
     else:
@@ -421,11 +421,11 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         kp = (recommended_splits(min(sizes), m=mm, d=d, epsilon=sample.epsilon - eps_anchor,
                                  delta=sample.delta, k=k, p=p) if splits is None else splits)
         units = []
-        for g, u in zip(raw, usable, strict=True):
+        for g, u, rows in zip(raw, usable, unit_rows, strict=True):
             # unusable rows stay in place (NaN) so that the data-independent split into
             # parts sees every row index; they contribute nothing
             unit = np.full_like(g, np.nan)
-            unit[u] = bounds.to_unit(g[u])[0]
+            unit[u] = rows
             units.append(unit)
         check_perturbation_inputs(units, m=mm, epsilon=sample.epsilon - eps_anchor,
                                   delta=sample.delta, splits=kp, iterations=iterations,
@@ -448,15 +448,14 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                               "group_weights": beta.tolist()}
     t0 = time.perf_counter()
     if method == "coreset":
-        support_u, diag, secure, clipped = _coreset_barycenter(
+        support_u, diag, secure = _coreset_barycenter(
             make, sizes, m=mm, epsilon=sample.epsilon, p=p, projection_dim=dp, beta=beta,
             solver=solver_kw, coreset=coreset_kw, gen=gen)
     else:
-        clipped = n_outside
         diag = {}
         secure = True
         if anchor is None:
-            anchor_u, diag, secure, _ = _coreset_barycenter(
+            anchor_u, diag, secure = _coreset_barycenter(
                 make, sizes, m=mm, epsilon=eps_anchor, p=p, projection_dim=dp, beta=beta,
                 solver=solver_kw, coreset=coreset_kw, gen=gen)
         else:
@@ -464,7 +463,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         proj = (None if dp is None else
                 gaussian_jl_matrix(d, dim=dp, rng=gen if gen is not None
                                    else np.random.default_rng()))
-        rel = output_perturbation(list(units), anchor_u, epsilon=sample.epsilon - eps_anchor,
+        rel = output_perturbation(units, anchor_u, epsilon=sample.epsilon - eps_anchor,
                                   delta=sample.delta, splits=kp, iterations=iterations,
                                   group_weights=beta, calibration=calibration,
                                   projection=proj, rng=gen)
@@ -484,7 +483,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     return BarycenterResult(
         support=support, weights=np.full(mm, 1.0 / mm), method=method,
         cost=PrivacyCost(eps, dlt), sample_cost=sample, relation=Neighbouring.REPLACE_ONE,
-        secure=secure, bounds=bounds, n_clipped=tuple(int(c) for c in clipped),
+        secure=secure, bounds=bounds, n_clipped=tuple(n_outside),
         n_unusable=tuple(n_unusable), params=params, diagnostics=diag)
 
 

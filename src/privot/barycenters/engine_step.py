@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from privot._usable import usable_rows
 from privot._validation import check_int
 from privot.barycenters.coresets import (
     MAX_DEPTH,
@@ -77,19 +78,15 @@ def leaf_codes(*columns: np.ndarray, bounds: PublicBounds, depth: int) -> np.nda
 
     Notes
     -----
-    The operations of :meth:`PublicBounds.to_unit` and :func:`leaf_index` on the usable
-    rows, so the leaf ids equal the in-memory path's bit for bit.
+    :meth:`PublicBounds.unit_and_moved` and :func:`leaf_index` on the usable rows, the
+    very functions of the in-memory path, so the leaf ids agree bit for bit.
     """
     x = np.column_stack([np.asarray(c, dtype=np.float64) for c in columns])
     n = x.shape[0]
-    bad = ~np.all(np.isfinite(x), axis=1)
+    bad = ~usable_rows(x)
     x[bad] = bounds.centre
-    clipped, moved = bounds.clip(x)
-    unit = (clipped - bounds.centre) * bounds.scale
-    lo, hi = bounds.cell_box()
-    np.maximum(unit, lo, out=unit)
-    np.minimum(unit, hi, out=unit)
-    leaf = (leaf_index(unit, cell_box=(lo, hi), depth=depth) if n
+    unit, moved = bounds.unit_and_moved(x)
+    leaf = (leaf_index(unit, cell_box=bounds.cell_box(), depth=depth) if n
             else np.empty(0, dtype=np.int64))
     code = 2 * leaf + moved.astype(np.int64)
     code[bad] = UNUSABLE
@@ -151,14 +148,14 @@ def _collect(got: dict[str, np.ndarray], grouped: bool, bounds: PublicBounds,
     """Per-group tables from the query's ``(g, code, k)`` rows (driver side)."""
     code = np.asarray(got["code"], dtype=np.int64)
     count = np.asarray(got["k"], dtype=np.int64)
-    groups = ([_key(v) for v in np.asarray(got["g"]).tolist()] if grouped
-              else [None] * code.size)
-    by_group: dict[Any, list[int]] = {}
-    for i, g in enumerate(groups):
-        by_group.setdefault(g, []).append(i)
+    by_group: dict[Any, Any] = {None: slice(None)}  # one group: every row, no loop
+    if grouped:
+        by_group = {}
+        for i, g in enumerate(np.asarray(got["g"]).tolist()):
+            by_group.setdefault(_key(g), []).append(i)
     counts, n, n_clipped, n_unusable = {}, {}, {}, {}
     for g in sorted(by_group, key=lambda v: (v is None, str(v))):
-        idx = np.asarray(by_group[g], dtype=np.int64)
+        idx = by_group[g]
         c, k = code[idx], count[idx]
         usable = c != UNUSABLE
         n[g] = int(k.sum())

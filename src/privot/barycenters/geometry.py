@@ -202,15 +202,24 @@ class PublicBounds:
             How many points were outside the bounds and clipped (a curator-side
             diagnostic, not a private value).
         """
-        x = self.check_points(points)
-        clipped, moved = self.clip(x)
+        unit, moved = self.unit_and_moved(self.check_points(points))
+        return unit, int(np.count_nonzero(moved))
+
+    def unit_and_moved(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`to_unit` without validation, with the ``(n,)`` mask of clipped rows.
+
+        The one definition of the map: the in-memory path and the engines' row function
+        both call it, so their leaf ids agree bit for bit. ``points`` must be a finite
+        ``(n, d)`` float array.
+        """
+        clipped, moved = self.clip(points)
         unit = (clipped - self.centre) * self.scale
         lo, hi = self.cell_box()
         # the float map is monotone, so a box stays inside; a radial projection may
         # leave the cube by an ulp: keep the invariant exactly
         np.maximum(unit, lo, out=unit)
         np.minimum(unit, hi, out=unit)
-        return unit, int(np.count_nonzero(moved))
+        return unit, moved
 
     def from_unit(self, unit_points: object) -> np.ndarray:
         """Map unit-coordinate points back to caller units: ``u / scale + centre``."""

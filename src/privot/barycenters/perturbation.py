@@ -88,8 +88,9 @@ from privot._validation import (
     check_weights,
 )
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.ot import budgeted_plan, plan_budget
+from privot.ot import plan_budget
 from privot.ot._common import as_generator
+from privot.ot._exact import _cost, budgeted_emd
 from privot.privacy import accounting
 from privot.privacy.mechanisms import gaussian_mechanism, gaussian_sigma
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender
@@ -284,40 +285,59 @@ def split_groups(groups: Sequence[np.ndarray], splits: int,
 
 
 @dataclass(frozen=True)
-class _StepStats:
-    """Curator-only counts of one anchored step (they depend on the data)."""
+class _Part:
+    """One part, ready for every anchored step: its usable rows, the same in the space
+    the plans are solved in (JL-projected or not) and its public plan budget."""
 
-    non_optimal_plans: int
-    empty_parts: int
+    points: np.ndarray
+    planned: np.ndarray
+    budget: int
 
 
-def _anchored_step(parts: Sequence[Sequence[np.ndarray]], anchor: np.ndarray,
-                   beta: np.ndarray, projection: np.ndarray | None,
-                   max_iter: int | None) -> tuple[np.ndarray, _StepStats]:
-    m = anchor.shape[0]
-    anchor_plan = anchor if projection is None else anchor @ projection.T
-    out = np.zeros(anchor.shape, dtype=np.float64)
-    non_optimal = empty = 0
-    for beta_i, group_parts in zip(beta, parts, strict=True):
-        w = beta_i / len(group_parts)
+def _prepare_parts(parts: Sequence[Sequence[np.ndarray]], m: int,
+                   projection: np.ndarray | None, max_iter: int | None
+                   ) -> list[list[_Part | None]]:
+    """The parts as :class:`_Part` (None: no usable row), computed once for all steps."""
+    out = []
+    for group_parts in parts:
+        ready: list[_Part | None] = []
         for part in group_parts:
             rows = np.asarray(part, dtype=np.float64)
             x = rows[usable_rows(rows)]
-            if x.shape[0] == 0:  # no usable row: the part contributes the centre 0
-                empty += 1
-                continue
             # public budget: the part's row count (unusable rows included) and m
             budget = plan_budget(rows.shape[0], m) if max_iter is None else max_iter
-            x_plan = x if projection is None else x @ projection.T
-            plan, optimal = budgeted_plan(x_plan, anchor_plan, p=2, max_iter=budget)
+            ready.append(None if x.shape[0] == 0 else _Part(
+                x, x if projection is None else x @ projection.T, budget))
+        out.append(ready)
+    return out
+
+
+def _anchored_step(parts: list[list[_Part | None]], anchor: np.ndarray, beta: np.ndarray,
+                   projection: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """One step on prepared parts; returns it and the number of non-optimal plans
+    (curator-only). Never raises on the values: the plans come from the unvalidated
+    budgeted solver (the inputs were validated before the charge)."""
+    m = anchor.shape[0]
+    anchor_plan = anchor if projection is None else anchor @ projection.T
+    b = np.full(m, 1.0 / m)
+    out = np.zeros(anchor.shape, dtype=np.float64)
+    non_optimal = 0
+    for beta_i, group_parts in zip(beta, parts, strict=True):
+        w = beta_i / len(group_parts)
+        for part in group_parts:
+            if part is None:  # no usable row: the part contributes the centre 0
+                continue
+            n = part.points.shape[0]
+            plan, optimal = budgeted_emd(np.full(n, 1.0 / n), b,
+                                         _cost(part.planned, anchor_plan, 2, "euclidean"),
+                                         part.budget)
             non_optimal += int(not optimal)
             # any coupling works: column j carries mass 1/m, so its normalised column is a
             # vector of convex weights (normalised again so that it sums to one exactly)
             cols = plan.sum(axis=0)
-            weights = np.divide(plan, cols, out=np.full_like(plan, 1.0 / x.shape[0]),
-                                where=cols > 0)
-            out += w * (weights.T @ x)
-    return out, _StepStats(non_optimal, empty)
+            weights = np.divide(plan, cols, out=np.full_like(plan, 1.0 / n), where=cols > 0)
+            out += w * (weights.T @ part.points)
+    return out, non_optimal
 
 
 def anchored_step(parts: Sequence[Sequence[np.ndarray]], anchor: np.ndarray, *,
@@ -354,7 +374,8 @@ def anchored_step(parts: Sequence[Sequence[np.ndarray]], anchor: np.ndarray, *,
     anchor = np.asarray(anchor, dtype=np.float64)
     beta = np.asarray(group_weights, dtype=np.float64)
     budget = None if max_iter is None else check_int(max_iter, "max_iter", minimum=1)
-    return _anchored_step(parts, anchor, beta, projection, budget)[0]
+    ready = _prepare_parts(parts, anchor.shape[0], projection, budget)
+    return _anchored_step(ready, anchor, beta, projection)[0]
 
 
 @dataclass(frozen=True, eq=False)
@@ -591,9 +612,10 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
     trajectory = []
     releases = []
     non_optimal = []
+    ready = _prepare_parts(parts, m, projection, budget)  # once for all T steps
     for _ in range(T):
-        exact, stats = _anchored_step(parts, a, beta, projection, budget)
-        non_optimal.append(stats.non_optimal_plans)
+        exact, n_non_optimal = _anchored_step(ready, a, beta, projection)
+        non_optimal.append(n_non_optimal)
         rel = gaussian_mechanism(exact, sensitivity=sens, epsilon=step_eps, delta=step_delta,
                                  calibration=calibration, rng=noise_rng,
                                  relation=Neighbouring.REPLACE_ONE)
@@ -601,8 +623,9 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
         a = np.asarray(rel.value)
         trajectory.append(a)
     sigma = releases[-1].params["sigma"]
-    mu = (math.sqrt(T) * releases[-1].params["effective_sensitivity"] / sigma
-          if calibration == "analytic" else None)
+    # rounded up, as gaussian_mechanism rounds each step's mu: never understated
+    mu = (math.nextafter(math.sqrt(T) * releases[-1].params["effective_sensitivity"] / sigma,
+                         math.inf) if calibration == "analytic" else None)
     return PerturbationRelease(
         support=a, cost=PrivacyCost(eps, dlt, mu), sigma=sigma, sensitivity=sens, splits=kp,
         iterations=T, secure=all(r.secure for r in releases), trajectory=trajectory,
@@ -611,10 +634,4 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
                 "plan_max_iter": budget, "group_sizes": [int(g.shape[0]) for g in gs]},
         curator_only={"non_optimal_plans": non_optimal,
                       "unusable_rows": [int(np.count_nonzero(~u)) for u in usable],
-                      "empty_parts": _empty_parts(parts)})
-
-
-def _empty_parts(parts: Sequence[Sequence[np.ndarray]]) -> list[int]:
-    """Per group, the parts with no usable row (curator-only)."""
-    return [sum(int(not np.any(usable_rows(np.asarray(p, dtype=np.float64)))) for p in gp)
-            for gp in parts]
+                      "empty_parts": [sum(p is None for p in gp) for gp in ready]})

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["add_seed_argument", "rng_from_args", "write_json", "positive_float", "to_json"]
+__all__ = ["add_seed_argument", "engine_name", "rng_from_args", "write_json", "positive_float",
+           "to_json"]
 
 SEED_WARNING = ("privot: --seed given: noise comes from a seeded generator; the output is "
                 "reproducible and NOT fit for publication")
@@ -41,6 +42,11 @@ def rng_from_args(args: argparse.Namespace) -> np.random.Generator | None:
     seed = check_int(args.seed, "--seed", minimum=0)
     print(SEED_WARNING, file=sys.stderr)
     return np.random.default_rng(seed)
+
+
+def engine_name(text: str) -> str:
+    """argparse type of ``--engine``: ``local`` is the old name of ``duckdb``."""
+    return "duckdb" if text == "local" else text
 
 
 def positive_float(text: str) -> float:

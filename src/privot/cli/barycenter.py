@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from privot.cli._common import add_seed_argument, positive_float, rng_from_args
+from privot.cli._common import add_seed_argument, engine_name, positive_float, rng_from_args
 from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidDataError, InvalidParameterError
 
@@ -103,7 +103,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="entropic regularisation of the barycenter solver "
                         "(default: %(default)s)")
     p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
-                   type=lambda v: "duckdb" if v == "local" else v,
+                   type=engine_name,
                    help="duckdb: the rows are read once, in memory, by DuckDB ('local' is "
                         "accepted as an alias); spark: the coreset's cell counts run on "
                         "Spark (coreset method) (default: %(default)s)")
@@ -138,6 +138,18 @@ def _bounds(box: list[float] | None, ball: list[float] | None, d: int):
     return PublicBounds.ball(ball[:d], ball[d])
 
 
+#: The published label of rows whose group value is missing (the same on every engine).
+MISSING_GROUP = "(missing)"
+
+
+def group_label(value: object) -> str:
+    """The published name of a group value: its text, or :data:`MISSING_GROUP` for a
+    missing one (None or NaN), whichever engine read it."""
+    if value is None or (isinstance(value, float) and value != value):
+        return MISSING_GROUP
+    return str(value)
+
+
 def _read_groups(path: str, columns: list[str], group_column: str | None, sep: str | None
                  ) -> tuple[list[np.ndarray], list[str]]:
     """The rows as groups, in memory (float; NaN for a missing or non-numeric value: the
@@ -154,7 +166,7 @@ def _read_groups(path: str, columns: list[str], group_column: str | None, sep: s
                                "charged or written")
     if group_column is None:
         return [x], ["all"]
-    labels = np.asarray(cols[group_column]).astype(str)
+    labels = np.asarray([group_label(v) for v in cols[group_column].tolist()])
     names = sorted(set(labels.tolist()))
     return [x[labels == name] for name in names], names
 
@@ -215,7 +227,8 @@ def _run(args: argparse.Namespace) -> int:
                                        coordinate_columns=columns,
                                        group_column=args.group_column, backend=args.engine,
                                        sep=args.sep)
-            names = [str(key) if key is not None else "all" for key in data.counts]
+            names = (["all"] if args.group_column is None
+                     else [group_label(key) for key in data.counts])
             sizes = [int(data.n[key]) for key in data.counts]
         else:
             groups, names = _read_groups(args.input, columns, args.group_column, args.sep)

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from privot.cli._common import add_seed_argument, positive_float, rng_from_args
+from privot.cli._common import add_seed_argument, engine_name, positive_float, rng_from_args
 from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidParameterError
 
@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--aspect", choices=("square", "stretch"), default="square",
                    help="cells of a non-square --bounds: square (default) or stretched")
     p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
-                   type=lambda v: "duckdb" if v == "local" else v,
+                   type=engine_name,
                    help="where the aggregation runs: duckdb (embedded; 'local' is accepted "
                         "as an alias) or spark (default: %(default)s)")
     p.add_argument("--user-column", default="user_id", help="default: %(default)s")

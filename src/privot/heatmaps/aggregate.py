@@ -88,16 +88,22 @@ class CellSums:
 
 
 def _coordinates(values: object, name: str) -> np.ndarray:
-    """A 1-D float array; a missing or non-numeric value becomes NaN (an unusable row)."""
+    """A 1-D float array; a missing or non-numeric value becomes NaN (an unusable row).
+
+    The engines' rule (``privot.engines.base``): numbers are widened, text is parsed as
+    a decimal number (``_`` digit separators are not numbers), booleans are refused.
+    """
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise InvalidDataError(f"{name} must be a 1-D array, got shape {arr.shape}")
-    if arr.dtype.kind in "iufb":
+    if arr.dtype.kind == "b":
+        raise InvalidDataError(f"{name} must be numeric coordinates, got booleans")
+    if arr.dtype.kind in "iuf":
         return arr.astype(np.float64)
     out = np.empty(arr.shape[0], dtype=np.float64)
     for i, v in enumerate(arr.tolist()):
         try:
-            out[i] = float(v)
+            out[i] = np.nan if isinstance(v, str) and "_" in v else float(v)
         except (TypeError, ValueError):
             out[i] = np.nan
     return out

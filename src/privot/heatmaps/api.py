@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from privot._usable import AXES_HINT, MOSTLY, check_usable, swapped_axes_hint, usable_rows
+from privot._usable import check_usable, swapped_axes_hint, usable_rows
 from privot._validation import check_epsilon, check_int, check_nonnegative, check_positive
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.heatmaps.aggregate import CellSums, _coordinates, user_distributions_sum
@@ -249,7 +249,7 @@ def _column(data: Any, name: str, value: object) -> np.ndarray:
 
 
 def _points(data: Any, user: object, x: object, y: object, grid: Grid
-            ) -> tuple[CellSums, Callable[[], str]]:
+            ) -> tuple[CellSums, Callable[[], str] | None]:
     """CellSums from a CellSums, a DataFrame / mapping of columns, or arrays, and a
     function giving the curator's hint when most rows are dropped."""
     if isinstance(data, CellSums):
@@ -259,7 +259,7 @@ def _points(data: Any, user: object, x: object, y: object, grid: Grid
         if data.resolution != grid.resolution:
             raise InvalidDataError(f"data is a CellSums of resolution {data.resolution} but "
                                    f"grid has resolution {grid.resolution}")
-        return data, lambda: AXES_HINT
+        return data, None
     if data is None:
         cols = {}
         for name, v in (("user", user), ("x", x), ("y", y)):
@@ -284,10 +284,10 @@ def _points(data: Any, user: object, x: object, y: object, grid: Grid
     for name in ("x", "y"):
         if cols[name].shape[0] != n:
             raise InvalidDataError(f"{name} has {cols[name].shape[0]} values but user has {n}")
-    cells = user_distributions_sum(cols["user"], cols["x"], cols["y"], grid)
+    xy = np.column_stack([_coordinates(cols["x"], "x"), _coordinates(cols["y"], "y")])
+    cells = user_distributions_sum(cols["user"], xy[:, 0], xy[:, 1], grid)
 
     def hint() -> str:
-        xy = np.column_stack([_coordinates(cols["x"], "x"), _coordinates(cols["y"], "y")])
         return swapped_axes_hint(xy[usable_rows(xy)], grid.contains)
     return cells, hint
 
@@ -385,10 +385,7 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
     # a curator decision on the exact counts, before anything is charged
     check_usable(n_rows=cells.n_points, n_unusable=0, n_outside=cells.n_outside,
                  what="the input", outside="outside the bounds or unusable (dropped)",
-                 hint=hint() if cells.n_outside > MOSTLY * cells.n_points else AXES_HINT)
-    if cells.n_users == 0:
-        raise InvalidDataError("the input has no user with a point inside the bounds; "
-                               "nothing was charged")
+                 hint=hint)
     t1 = time.perf_counter()
     seconds = {"aggregate": t1 - t0}
     covered = grid.covered_mask()

@@ -73,7 +73,10 @@ BARYCENTER_METHODS = ("sinkhorn", "exact", "pot-sinkhorn", "pot-exact")
 #: Values of :attr:`BarycenterFit.fallback` (None: the requested method answered).
 FALLBACKS = ("exact", "initial")
 #: Numerical failures that ``on_failure="fallback"`` turns into a fallback.
-_FAILURES = (ConvergenceError, ArithmeticError, np.linalg.LinAlgError)
+#: ValueError and RuntimeError too: after validation, POT and scipy report numerical
+#: trouble with them, and a release path must not stop on it.
+_FAILURES = (ConvergenceError, ArithmeticError, np.linalg.LinAlgError, ValueError,
+             RuntimeError)
 
 #: Default number of exact polishing steps after the Sinkhorn fixed point.
 DEFAULT_POLISH = 1
@@ -234,9 +237,11 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
     on_failure : {"raise", "fallback"}, default "raise"
         ``"raise"``: a numerical failure raises ``ConvergenceError`` (below).
         ``"fallback"``: the call always answers once its inputs are valid. Every exact
-        plan is solved within the public budget :func:`~privot.ot.plan_budget`
-        ``(n_i, m)`` and repaired into a feasible coupling if the budget runs out; if
-        ``method`` fails (``ConvergenceError``, a floating-point error), the exact fixed
+        plan is solved within the budget :func:`~privot.ot.plan_budget` ``(n_i, m)``,
+        ``n_i`` the support size of measure ``i`` after repeated points are merged (a
+        function of the input measures, so public when they are private coresets), and
+        repaired into a feasible coupling if the budget runs out; if ``method`` fails
+        (``ConvergenceError``, a floating-point or numerical error), the exact fixed
         point is run from the same start for at most ``n_outer`` steps; if that fails
         too, the start is returned. :attr:`BarycenterFit.fallback` and ``failure`` say
         what happened. For release paths (post-processing after the budget is charged).
@@ -355,13 +360,12 @@ def _guard(support: np.ndarray, clouds: list[np.ndarray], method: str, eps: floa
             "(kernel underflow); increase reg or use method='sinkhorn' or 'exact'")
 
 
-def _run_exact(clouds, weights, beta, support, b, p, steps, tol, history, planner=None):
+def _run_exact(clouds, weights, beta, support, b, p, steps, tol, history, planner):
     pooled = np.concatenate(clouds)
     converged = False
     n_done = 0
-    plan_fn = Planner("raise") if planner is None else planner
     for n_done in range(1, steps + 1):  # noqa: B007 (used after the loop)
-        plans = exact_plans(clouds, weights, support, b, p, plan_fn)
+        plans = exact_plans(clouds, weights, support, b, p, planner)
         history.append(plans_cost(clouds, plans, support, beta, p))
         w = np.concatenate([bt * t for bt, t in zip(beta, plans, strict=True)])
         new = support_update(pooled, w, p, support)

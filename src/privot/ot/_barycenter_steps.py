@@ -335,7 +335,9 @@ def support_points(measures: Sequence[np.ndarray], plans: Sequence[np.ndarray], 
     Returns
     -------
     (m, d) array
-        The new atoms.
+        The new atoms. For ``p`` other than 1 and 2 an atom for which L-BFGS-B returns a
+        non-finite point keeps its start (the weighted mean), so the step always answers
+        (it used to raise ``ConvergenceError``).
 
     Raises
     ------

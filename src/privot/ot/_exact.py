@@ -342,7 +342,7 @@ def budgeted_plan(x: np.ndarray, y: np.ndarray, *, a: np.ndarray | None = None,
     public budget; whether the plan is optimal depends on the data and is a
     curator-only diagnostic.
     """
-    xa, ya = check_cloud_pair(x, y)
-    budget = plan_budget(xa.shape[0], ya.shape[0]) if max_iter is None else max_iter
-    aa, bb, cost, _, it = _prepare(xa, ya, a, b, p, metric, budget)
+    aa, bb, cost, _, _ = _prepare(x, y, a, b, p, metric, 1)  # validated once
+    it = (plan_budget(*cost.shape) if max_iter is None
+          else check_int(max_iter, "max_iter", minimum=1))
     return budgeted_emd(aa, bb, cost, it)
