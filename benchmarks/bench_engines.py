@@ -16,9 +16,8 @@ Steps, each run in its own subprocess, one at a time:
   Parquet and from gzip CSV;
 * coreset: ``coreset_leaf_counts`` of the 10^7 (longitude, latitude) points in the
   public NYC box at depth 22 (``MAX_DEPTH``), four groups (``user_id % 4``), Parquet;
-  plus ``duckdb-sql``, a variant that computes the per-coordinate cell indices in SQL
-  and interleaves the bits on the driver (box bounds only), to decide between a row
-  function and pure SQL.
+  DuckDB runs the pure-SQL box step (the default for box bounds), ``duckdb-rowfn`` the
+  numpy row function that ball bounds use, on the same box.
 
 Engines: ``duckdb`` (privot.engines.duckdb), ``spark`` (local[*], session start-up
 timed apart), ``local-old``: the pandas-chunk engine retired in issue 9, loaded from the
@@ -172,11 +171,11 @@ def worker_heatmap(engine: str, path: str, resolution: int, out: str) -> dict:
     extra: dict = {}
     grid = _grid(resolution)
     if engine == "local-old":
-        step = legacy_engines()
+        legacy = legacy_engines()
         from privot_legacy_engines.heatmap import aggregate_user_cells as old
 
         def run():
-            return old(path, grid=grid, engine=step.get_backend(), chunk_size=1_000_000)
+            return old(path, grid=grid, engine=legacy.get_backend(), chunk_size=1_000_000)
     else:
         from privot.heatmaps.engine_step import aggregate_user_cells
 
@@ -195,74 +194,36 @@ def worker_heatmap(engine: str, path: str, resolution: int, out: str) -> dict:
             "cells_occupied": int(np.count_nonzero(cs.sums)), **extra}
 
 
-def _sql_leaf_counts(path: str, depth: int) -> dict:
-    """The pure-SQL alternative for box bounds: per-coordinate cell indices in SQL (the
-    float operations of PublicBounds.to_unit and leaf_index), bits interleaved on the
-    driver. Counted here only to compare with the row function."""
-    import duckdb
-
-    from privot.barycenters.coresets import _splits
-    from privot.engines.base import double_literal as lit
-
-    b = _box()
-    lo, hi = b.cell_box()
-    m = _splits(depth, 2)
-    ks = []
-    for c, col in enumerate(("longitude", "latitude")):
-        clip = (f"least(greatest({col}, {lit(b.lower[c])}), {lit(b.upper[c])})")
-        unit = f"(({clip} - {lit(b.centre[c])}) * {lit(b.scale)})"
-        unit = f"least(greatest({unit}, {lit(lo[c])}), {lit(hi[c])})"
-        t = f"(({unit} - {lit(lo[c])}) / {lit(hi[c] - lo[c])})"
-        ks.append(f"least(greatest(CAST(floor({t} * {lit(2.0 ** int(m[c]))}) AS BIGINT), 0),"
-                  f" {(1 << int(m[c])) - 1}) AS k{c}")
-    sql = (f"SELECT g, {ks[0]}, {ks[1]}, count(*) AS n "
-           f"FROM read_parquet('{path}') GROUP BY ALL")
-    with duckdb.connect() as con:
-        got = con.execute(sql).fetchnumpy()
-    ids = np.zeros(len(got["n"]), dtype=np.int64)
-    k = {0: np.asarray(got["k0"]), 1: np.asarray(got["k1"])}
-    for j in range(1, depth + 1):
-        c, t = (j - 1) % 2, (j - 1) // 2
-        ids |= ((k[c] >> (int(m[c]) - 1 - t)) & 1) << (depth - j)
-    return {"groups": np.asarray(got["g"]), "leaf": ids, "n": np.asarray(got["n"])}
-
-
 def worker_coreset(engine: str, path: str, out: str) -> dict:
     extra: dict = {}
     bounds = _box()
-    if engine == "duckdb-sql":
-        t0 = time.perf_counter()
-        got = _sql_leaf_counts(path, DEPTH)
-        wall = time.perf_counter() - t0
-        table = {int(g): {} for g in np.unique(got["groups"])}
-        for g, leaf, n in zip(got["groups"], got["leaf"], got["n"], strict=True):
-            table[int(g)][int(leaf)] = table[int(g)].get(int(leaf), 0) + int(n)
-        counts = {g: (np.array(sorted(t)), np.array([t[i] for i in sorted(t)]))
-                  for g, t in table.items()}
+    if engine == "local-old":
+        legacy = legacy_engines()
+        from privot_legacy_engines.coreset import coreset_leaf_counts as old
+
+        def run():
+            return old(path, bounds=bounds, depth=DEPTH, backend=legacy.get_backend(),
+                       coordinate_columns=["longitude", "latitude"],
+                       group_column="g")
     else:
-        if engine == "local-old":
-            step = legacy_engines()
-            from privot_legacy_engines.coreset import coreset_leaf_counts as old
+        from privot.barycenters.engine_step import coreset_leaf_counts
 
-            def run():
-                return old(path, bounds=bounds, depth=DEPTH, backend=step.get_backend(),
-                           coordinate_columns=["longitude", "latitude"],
-                           group_column="g")
-        else:
-            from privot.barycenters.engine_step import coreset_leaf_counts
+        spark = None
+        if engine == "spark":
+            spark, extra["startup_s"] = _spark_session()
+        # "duckdb-rowfn": the numpy row function (what ball bounds use) on the box
+        step = "row_function" if engine.endswith("-rowfn") else "auto"
+        backend = engine.removesuffix("-rowfn")
 
-            spark = None
-            if engine == "spark":
-                spark, extra["startup_s"] = _spark_session()
-
-            def run():
-                return coreset_leaf_counts(path, bounds=bounds, depth=DEPTH,
-                                           coordinate_columns=["longitude", "latitude"],
-                                           group_column="g", backend=engine, spark=spark)
-        t0 = time.perf_counter()
-        res = run()
-        wall = time.perf_counter() - t0
-        counts = {int(g): v for g, v in res.counts.items()}
+        def run():
+            return coreset_leaf_counts(path, bounds=bounds, depth=DEPTH,
+                                       coordinate_columns=["longitude", "latitude"],
+                                       group_column="g", backend=backend, spark=spark,
+                                       leaf_step=step)
+    t0 = time.perf_counter()
+    res = run()
+    wall = time.perf_counter() - t0
+    counts = {int(g): v for g, v in res.counts.items()}
     np.savez(out, **{f"ids_{g}": v[0] for g, v in counts.items()},
              **{f"cnt_{g}": v[1] for g, v in counts.items()})
     return {"wall_s": wall, "groups": len(counts),
@@ -340,7 +301,7 @@ def plot(report: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colors = {"duckdb": "tab:blue", "duckdb-sql": "tab:cyan", "local-old": "tab:grey",
+    colors = {"duckdb": "tab:blue", "duckdb-rowfn": "tab:cyan", "local-old": "tab:grey",
               "spark": "tab:orange"}
     cases = [(k, v) for k, v in report["runs"].items()]
     fig, axes = plt.subplots(1, 2, figsize=(16, 5.5))
@@ -444,7 +405,7 @@ def main(argv: list[str] | None = None) -> dict:
                     "COPY (SELECT user_id % 4 AS g, longitude, latitude FROM read_parquet("
                     f"'{stem.with_suffix('.parquet')}')) TO '{path}' (FORMAT parquet)")
         ref = None
-        for engine in ["duckdb", "duckdb-sql", *engines[1:]]:
+        for engine in ["duckdb", "duckdb-rowfn", *engines[1:]]:
             name = f"{engine} | coreset depth {DEPTH} parquet"
             out = DATA / f"coreset_{engine}.npz"
             ref = _run_and_compare(report, name, ["coreset", engine, str(path), str(out)],

@@ -1,9 +1,9 @@
 """Engines: the heatmap cell sums (``privot.heatmaps.engine_step``) on DuckDB and Spark.
 
 Oracles: exact rational arithmetic (``fractions.Fraction``) for the sums, brute-force
-numpy (``np.bincount``) and :func:`privot.heatmaps.user_distributions_sum` (the
-in-memory path) for agreement to 1e-12; bit-identity between input formats, row orders,
-thread counts and engines; the fixed-point digits checked against exact Python integers
+numpy (``np.bincount``) for agreement to 1e-12; bit-identity with
+:func:`privot.heatmaps.user_distributions_sum` (the in-memory path), between input
+formats, row orders, thread counts and engines; the fixed-point digits checked against exact Python integers
 on adversarial numerators and denominators on both engines.
 """
 
@@ -135,7 +135,7 @@ def test_adversarial_cell_edges_equal_the_exact_oracle():
     assert (got.n_users, got.n_outside) == (counts["n_users"], counts["n_outside"])
     ref = user_distributions_sum(df["user_id"].to_numpy(), df["longitude"].to_numpy(),
                                  df["latitude"].to_numpy(), GRID)
-    np.testing.assert_allclose(got.sums, ref.sums, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(got.sums, ref.sums)
 
 
 def test_duckdb_matches_bruteforce_numpy_and_the_in_memory_path():
@@ -152,7 +152,7 @@ def test_duckdb_matches_bruteforce_numpy_and_the_in_memory_path():
     brute = np.bincount(cells, weights=1.0 / n_u[users[kept]], minlength=64).reshape(8, 8)
     np.testing.assert_allclose(got.sums, brute, rtol=1e-12, atol=0)
     ref = user_distributions_sum(users, x, y, GRID)
-    np.testing.assert_allclose(got.sums, ref.sums, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(got.sums, ref.sums)
     assert (got.n_users, got.n_outside, got.n_users_empty) == (
         ref.n_users, ref.n_outside, ref.n_users_empty)
     assert math.isclose(math.fsum(got.sums.ravel()), got.n_users, rel_tol=1e-12)
@@ -309,7 +309,7 @@ def test_headerless_gowalla_matches_in_memory_reference():
     got = aggregate_user_cells(path, grid=NYC, names=GOWALLA_NYC_COLUMNS, engine="local")
     ref = user_distributions_sum(df["user_id"].to_numpy(), df["longitude"].to_numpy(),
                                  df["latitude"].to_numpy(), NYC)
-    np.testing.assert_allclose(got.sums, ref.sums, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(got.sums, ref.sums)
     assert (got.n_users, got.n_points, got.n_outside, got.n_users_empty) == (
         ref.n_users, ref.n_points, ref.n_outside, ref.n_users_empty)
     _assert_same(got, aggregate_user_cells(df, grid=NYC))
@@ -348,6 +348,14 @@ def _check_digits(got: dict) -> None:
 def test_fixed_point_digits_are_the_exact_floor_on_duckdb():
     pairs = _quotient_pairs()
     _check_digits(DuckDBEngine().query(DIGITS_SQL, pairs, columns={"k": "k", "n": "n"}))
+
+
+def test_fixed_point_digits_are_the_exact_floor_in_memory():
+    from privot.heatmaps.aggregate import fixed_point_digits
+
+    pairs = _quotient_pairs()
+    d1, d2, d3 = fixed_point_digits(pairs["k"].to_numpy(), pairs["n"].to_numpy())
+    _check_digits({"k": pairs["k"], "n": pairs["n"], "d1": d1, "d2": d2, "d3": d3})
 
 
 def test_engine_protocol_and_names():

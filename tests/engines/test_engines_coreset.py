@@ -192,3 +192,63 @@ def test_spark_equals_local(spark, tmp_path):
     a = local.coreset("g1", epsilon=0.5, rng=3)
     b = remote.coreset("g1", epsilon=0.5, rng=3)
     np.testing.assert_array_equal(a.points, b.points)
+
+
+def _boundary_frame(bounds: PublicBounds, depth: int, seed: int = 11) -> pd.DataFrame:
+    """Points on and one ulp around every cell face of the finest cells, on the box
+    faces, outside the box, plus unusable rows: where float differences would show."""
+    from privot.barycenters.coresets import _splits
+
+    rng = np.random.default_rng(seed)
+    m = _splits(depth, bounds.dim)
+    cols = []
+    for c in range(bounds.dim):
+        lo, hi = float(bounds.lower[c]), float(bounds.upper[c])
+        faces = lo + (hi - lo) * np.arange((1 << int(m[c])) + 1) / (1 << int(m[c]))
+        near = np.concatenate([faces, np.nextafter(faces, -np.inf),
+                               np.nextafter(faces, np.inf), [lo - 1.0, hi + 1e-300, hi * 3]])
+        cols.append(rng.choice(near, size=4000))
+    df = pd.DataFrame(np.column_stack(cols), columns=[f"x{c}" for c in range(bounds.dim)])
+    df.iloc[::97, 0] = np.nan
+    df.iloc[::89, -1] = np.inf
+    df["group"] = rng.choice(["a", "b"], size=len(df))
+    return df
+
+
+@pytest.mark.parametrize("depth", [1, 2, 9, 22])
+def test_box_sql_equals_the_row_function_on_cell_faces(depth):
+    """The pure-SQL box step and the numpy row function (the in-memory operations) give
+    the same codes bit for bit, on the adversarial floats (faces +- one ulp)."""
+    from privot.barycenters.engine_step import leaf_codes
+
+    bounds = PublicBounds.box([0.1, -3.0, 1e-3], [0.7, 5.0, 2e-3])  # unequal sides
+    df = _boundary_frame(bounds, depth)
+    cols = [f"x{c}" for c in range(3)]
+    got = coreset_leaf_counts(df, bounds=bounds, depth=depth, coordinate_columns=cols,
+                              group_column="group")
+    for g, part in df.groupby("group"):
+        code = leaf_codes(*(part[c].to_numpy() for c in cols), bounds=bounds, depth=depth)
+        usable = code >= 0
+        ids, cnt = np.unique(code[usable] // 2, return_counts=True)
+        np.testing.assert_array_equal(got.counts[g][0], ids)
+        np.testing.assert_array_equal(got.counts[g][1], cnt)
+        assert got.n[g] == len(part)
+        assert got.n_unusable[g] == int(np.count_nonzero(~usable))
+        assert got.n_clipped[g] == int(np.count_nonzero(code[usable] % 2))
+
+
+@pytest.mark.spark
+def test_spark_box_sql_equals_duckdb_on_cell_faces(spark):
+    bounds = PublicBounds.box([0.1, -3.0, 1e-3], [0.7, 5.0, 2e-3])
+    df = _boundary_frame(bounds, 22, seed=5)
+    cols = [f"x{c}" for c in range(3)]
+    local = coreset_leaf_counts(df, bounds=bounds, depth=22, coordinate_columns=cols,
+                                group_column="group")
+    remote = coreset_leaf_counts(df, bounds=bounds, depth=22, coordinate_columns=cols,
+                                 group_column="group", backend="spark", spark=spark)
+    assert sorted(local.counts) == sorted(remote.counts)
+    for g in local.counts:
+        np.testing.assert_array_equal(local.counts[g][0], remote.counts[g][0])
+        np.testing.assert_array_equal(local.counts[g][1], remote.counts[g][1])
+    assert (local.n, local.n_clipped, local.n_unusable) == (
+        remote.n, remote.n_clipped, remote.n_unusable)

@@ -54,6 +54,7 @@ __all__ = [
     "coreset_from_leaf_counts",
     "default_depth",
     "leaf_cells",
+    "interleave_cells",
     "leaf_index",
     "level_diameters",
     "noise_schedule",
@@ -138,16 +139,34 @@ def leaf_index(unit_points: np.ndarray, *, cell_box: tuple[np.ndarray, np.ndarra
     if u.ndim != 2 or u.shape[1] != lo.size:
         raise InvalidDataError(f"unit_points must have shape (n, {lo.size}), got {u.shape}")
     m = _splits(depth, lo.size)
-    ids = np.zeros(u.shape[0], dtype=np.int64)
-    used = np.flatnonzero(m > 0)
     k = {}
-    for c in used.tolist():
+    for c in np.flatnonzero(m > 0).tolist():
         t = (u[:, c] - lo[c]) / (hi[c] - lo[c])
         kc = np.floor(np.ldexp(t, int(m[c])))
         k[c] = np.clip(kc, 0, (1 << int(m[c])) - 1).astype(np.int64)
-    d = lo.size
+    return interleave_cells(k, depth=depth, dim=lo.size)
+
+
+def interleave_cells(k: dict[int, np.ndarray], *, depth: int, dim: int) -> np.ndarray:
+    r"""Leaf ids from the per-coordinate cell indices :math:`k_c` (see :func:`leaf_index`).
+
+    Parameters
+    ----------
+    k : dict
+        ``{c: (n,) int64}`` for every coordinate ``c`` with :math:`m_c > 0`, each in
+        :math:`[0, 2^{m_c})`.
+    depth, dim : int
+
+    Returns
+    -------
+    (n,) int64 array: bit :math:`m_c - 1 - t` of :math:`k_c` becomes bit :math:`D - j`
+    of the id, :math:`c = (j-1) \bmod d`, :math:`t = \lfloor (j-1)/d \rfloor`.
+    """
+    m = _splits(depth, dim)
+    n = next(iter(k.values())).shape[0] if k else 0
+    ids = np.zeros(n, dtype=np.int64)
     for j in range(1, depth + 1):
-        c, t = (j - 1) % d, (j - 1) // d
+        c, t = (j - 1) % dim, (j - 1) // dim
         bit = (k[c] >> (int(m[c]) - 1 - t)) & 1
         ids |= bit << (depth - j)
     return ids

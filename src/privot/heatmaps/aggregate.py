@@ -26,7 +26,14 @@ from privot._validation import check_int
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.heatmaps.grid import Grid
 
-__all__ = ["CellSums", "UserPoints", "usable_user_points", "user_distributions_sum"]
+__all__ = ["CellSums", "FRACTION_BITS", "UserPoints", "fixed_point_digits",
+           "fixed_point_to_float", "usable_user_points", "user_distributions_sum"]
+
+#: Fractional bits of the fixed-point quotients ``k / n_u``: each user's mass in a cell
+#: is :math:`\lfloor 2^{96} k_{u,c} / n_u \rfloor / 2^{96}`, as three base-``2^32``
+#: digits (the engines compute the same digits in SQL, ``heatmaps/engine_step.py``).
+FRACTION_BITS = 96
+DIGIT_BITS = 32
 
 
 @dataclass(frozen=True)
@@ -119,14 +126,14 @@ def _missing_ids(ids: np.ndarray) -> np.ndarray:
                         for v in ids.tolist()), dtype=bool, count=ids.shape[0])
 
 
-def _factorise(ids: np.ndarray) -> tuple[np.ndarray, int]:
-    """Codes ``0..k-1`` of the distinct user ids, and ``k``."""
+def _factorise(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes ``0..k-1`` of the user ids, and the ``k`` distinct ids (sorted)."""
     try:
         uniq, codes = np.unique(ids, return_inverse=True)
     except TypeError as exc:
         raise InvalidDataError(
             "user_ids could not be compared (mixed types?); use one type of id") from exc
-    return codes.reshape(-1).astype(np.int64, copy=False), int(uniq.size)
+    return codes.reshape(-1).astype(np.int64, copy=False), uniq
 
 
 @dataclass(frozen=True)
@@ -143,6 +150,8 @@ class UserPoints:
         Distinct user ids among the rows with a user id.
     n_rows : int
         Rows read, usable or not. **Curator-only.**
+    unique_ids : (n_ids,) array
+        The distinct user ids, sorted: code ``i`` is ``unique_ids[i]``.
     """
 
     codes: np.ndarray
@@ -150,6 +159,7 @@ class UserPoints:
     y: np.ndarray
     n_ids: int
     n_rows: int
+    unique_ids: np.ndarray
 
 
 def usable_user_points(user_ids: object, x: object, y: object) -> UserPoints:
@@ -166,10 +176,63 @@ def usable_user_points(user_ids: object, x: object, y: object) -> UserPoints:
         if arr.shape[0] != n:
             raise InvalidDataError(f"{name} has {arr.shape[0]} values but x has {n}")
     has_user = ~_missing_ids(ids)
-    codes, n_ids = _factorise(ids[has_user])
+    codes, uniq = _factorise(ids[has_user])
     usable = (np.isfinite(xs) & np.isfinite(ys))[has_user]
     return UserPoints(codes=codes[usable], x=xs[has_user][usable], y=ys[has_user][usable],
-                      n_ids=n_ids, n_rows=n)
+                      n_ids=int(uniq.size), n_rows=n, unique_ids=uniq)
+
+
+def fixed_point_digits(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, ...]:
+    r"""The three base-:math:`2^{32}` digits of :math:`\lfloor 2^{96} k / n \rfloor`.
+
+    Long division in exact integers, as the engines' SQL does:
+    :math:`d_1 = \lfloor 2^{32}k/n\rfloor`, :math:`r_1 = 2^{32}k \bmod n`,
+    :math:`d_2 = \lfloor 2^{32}r_1/n\rfloor`, :math:`r_2 = 2^{32}r_1 \bmod n`,
+    :math:`d_3 = \lfloor 2^{32}r_2/n\rfloor`.
+
+    Parameters
+    ----------
+    k, n : (m,) int64 arrays
+        ``0 <= k <= n``, ``n >= 1``.
+
+    Returns
+    -------
+    d1, d2, d3 : (m,) int64 arrays, ``d1 <= 2^32`` and ``d2, d3 < 2^32``.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    if n.size and int(n.max()) >= 1 << 31:  # operands past int64: exact Python integers
+        k, n = k.astype(object), n.astype(object)
+    a = k << DIGIT_BITS
+    d1, r1 = a // n, a % n
+    a = r1 << DIGIT_BITS
+    d2, r2 = a // n, a % n
+    d3 = (r2 << DIGIT_BITS) // n
+    return tuple(np.asarray(d, dtype=np.int64) for d in (d1, d2, d3))
+
+
+def fixed_point_to_float(d1: np.ndarray, d2: np.ndarray, d3: np.ndarray) -> np.ndarray:
+    """Correctly rounded float64 of :math:`(2^{64} D_1 + 2^{32} D_2 + D_3) / 2^{96}`.
+
+    ``D_i`` are exact per-cell digit sums: int64 arrays or object arrays of Python
+    integers (any size).
+    """
+    total = ((np.asarray(d1).astype(object) << (2 * DIGIT_BITS))
+             + (np.asarray(d2).astype(object) << DIGIT_BITS) + np.asarray(d3).astype(object))
+    return np.ldexp(total.astype(np.float64), -FRACTION_BITS)
+
+
+def _exact_bincount(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Exact integer ``bincount`` of values in ``[0, 2^33)``: float sums of 16-bit pieces
+    (each exact below 2^53, i.e. for fewer than 2^37 values per bin), recombined as
+    Python integers (object array)."""
+    values = np.asarray(values, dtype=np.int64)
+    out = np.zeros(size, dtype=object)
+    for shift in (0, 16, 32):
+        piece = (values >> shift) & 0xFFFF
+        part = np.bincount(index, weights=piece, minlength=size).astype(np.int64)
+        out += part.astype(object) << shift
+    return out
 
 
 def user_distributions_sum(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray,
@@ -179,6 +242,9 @@ def user_distributions_sum(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray,
     Each point of user :math:`u` inside the bounds weighs :math:`1/n_u`, with
     :math:`n_u` the number of the user's points *inside* the bounds; points outside
     are dropped (grid rule: half-open cells, see :class:`~privot.heatmaps.grid.Grid`).
+    The sums are the engines' fixed-point sums (:func:`fixed_point_digits`, exact
+    integer sums, one rounding), so they equal
+    :func:`~privot.heatmaps.engine_step.aggregate_user_cells` bit for bit.
 
     Unusable rows follow the one rule of :mod:`privot._usable`, as on the engines: a
     row with a missing user id, or a missing, non-numeric, NaN or infinite coordinate,
@@ -218,8 +284,13 @@ def user_distributions_sum(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray,
     kept_codes = pts.codes[cell.kept]
     n_ids = pts.n_ids
     per_user = np.bincount(kept_codes, minlength=n_ids)  # n_u (points inside)
-    weights = 1.0 / per_user[kept_codes]  # each kept point weighs 1/n_u
-    sums = np.bincount(cell.cells, weights=weights, minlength=grid.n_cells)
+    # per (user, cell): k_{u,c}; the fixed-point digits of k/n_u summed exactly per
+    # cell, then rounded once: the engines' arithmetic, so the same bits
+    pair, k = np.unique(kept_codes * np.int64(grid.n_cells) + cell.cells, return_counts=True)
+    pair_cell = pair % grid.n_cells
+    digits = fixed_point_digits(k, per_user[pair // grid.n_cells])
+    sums = fixed_point_to_float(*(_exact_bincount(pair_cell, d, grid.n_cells)
+                                  for d in digits))
     n_users = int(np.count_nonzero(per_user))
     n_kept = int(cell.kept.sum())
     return CellSums(sums=sums.reshape(grid.resolution, grid.resolution), n_users=n_users,

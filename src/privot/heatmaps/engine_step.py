@@ -38,9 +38,9 @@ So ``sums`` is the float64 nearest to :math:`\sum_u \lfloor 2^{96} k_{u,c}/n_u\r
 2^{96}`, within :math:`m_c 2^{-96}` of the exact rational :math:`s(c)` (:math:`m_c`
 users in the cell), a function of the integer table only, hence **bit-identical on every
 engine, thread count and partitioning**, and equal to what the in-memory
-:func:`~privot.heatmaps.aggregate.user_distributions_sum` computes up to its own float
-rounding. What reaches the driver is one row per occupied cell (at most
-:math:`\Delta^2`, no user ids) and one row of totals.
+:func:`~privot.heatmaps.aggregate.user_distributions_sum` computes (the same digits,
+:func:`~privot.heatmaps.aggregate.fixed_point_digits`). What reaches the driver is one
+row per occupied cell (at most :math:`\Delta^2`, no user ids) and one row of totals.
 
 The cell assignment performs the float64 operations of
 :meth:`privot.heatmaps.grid.Grid.assign`, in the engine's IEEE double arithmetic:
@@ -67,28 +67,21 @@ import numpy as np
 from privot.engines import Engine, get_engine
 from privot.engines.base import check_source, double_literal
 from privot.errors import InvalidParameterError
-from privot.heatmaps.aggregate import CellSums
+from privot.heatmaps.aggregate import DIGIT_BITS as _DIGIT
+from privot.heatmaps.aggregate import FRACTION_BITS, CellSums, fixed_point_to_float
 from privot.heatmaps.grid import Grid
 
-__all__ = ["CELL_SUMS_SQL", "FRACTION_BITS", "aggregate_user_cells", "cell_sums_sql"]
+__all__ = ["CELL_SQL", "CELL_SUMS_SQL", "FRACTION_BITS", "aggregate_user_cells", "cell_sql",
+           "cell_sums_sql", "check_point_columns"]
 
-#: Fractional bits of the fixed-point quotients k/n_u (see the module docstring).
-FRACTION_BITS = 96
-_DIGIT = 32  # bits of each of the three base-2**32 digits
 _HALF = 62  # the per-cell wide sums come back as two int64 halves of 62 bits
 
-#: The step, for both engines: ``{source}`` has columns ``u``, ``x``, ``y``; the grid
-#: constants (``{x0}``...) are filled by :func:`cell_sums_sql`. The last row (``cell =
-#: -1``) holds the totals: rows read, rows inside, users with a point inside, user ids.
+#: The step, for both engines: ``{source}`` has columns ``u``, ``x``, ``y``; the cell
+#: assignment ``{cell}`` (:func:`cell_sql`) and the digits are filled by
+#: :func:`cell_sums_sql`. The last row (``cell = -1``) holds the totals: rows read, rows
+#: inside, users with a point inside, user ids.
 CELL_SUMS_SQL = """
-WITH pts AS (
-  SELECT u,
-         CASE WHEN u IS NOT NULL AND x >= {x0} AND x < {x1} AND y >= {y0} AND y < {y1}
-              THEN least(CAST(floor((y - {y0}) / {h}) AS BIGINT), {dm1}) * {d}
-                   + least(CAST(floor((x - {x0}) / {w}) AS BIGINT), {dm1})
-              ELSE -1 END AS cell
-  FROM {{source}}
-),
+WITH pts AS (SELECT u, {cell} AS cell FROM {{source}}),
 uc AS (SELECT u, cell, count(*) AS k FROM pts GROUP BY u, cell),
 users AS (
   SELECT u, CAST(sum(CASE WHEN cell >= 0 THEN k ELSE 0 END) AS BIGINT) AS n
@@ -133,14 +126,41 @@ def _digit(x: str, op: str) -> str:
             f"ELSE CAST((CAST({x} AS {{wide}}) * {p}) {op} n AS BIGINT) END")
 
 
-def cell_sums_sql(grid: Grid) -> str:
-    """:data:`CELL_SUMS_SQL` with the constants of ``grid`` (engine tokens left)."""
+#: The cell of a row (columns ``u``, ``x``, ``y``): the float64 operations of
+#: :meth:`Grid.assign`; -1 for a row outside the bounds or unusable.
+CELL_SQL = """CASE WHEN u IS NOT NULL AND x >= {x0} AND x < {x1} AND y >= {y0} AND y < {y1}
+              THEN least(CAST(floor((y - {y0}) / {h}) AS BIGINT), {dm1}) * {d}
+                   + least(CAST(floor((x - {x0}) / {w}) AS BIGINT), {dm1})
+              ELSE -1 END"""
+
+
+def cell_sql(grid: Grid) -> str:
+    """:data:`CELL_SQL` with the constants of ``grid`` (exact doubles): the one cell
+    assignment of every engine step over a grid (heatmaps, sampling)."""
     x0, x1, y0, y1 = (float(v) for v in grid.bounds)
     d = grid.resolution
-    return CELL_SUMS_SQL.format(
+    return CELL_SQL.format(
         x0=double_literal(x0), x1=double_literal(x1), y0=double_literal(y0),
         y1=double_literal(y1), w=double_literal(grid.cell_width),
-        h=double_literal(grid.cell_height), d=int(d), dm1=int(d) - 1,
+        h=double_literal(grid.cell_height), d=int(d), dm1=int(d) - 1)
+
+
+def check_point_columns(user_column: str, x_column: str, y_column: str) -> dict[str, str]:
+    """``{"u": user_column, "x": x_column, "y": y_column}`` after checking the names."""
+    cols = {"user_column": user_column, "x_column": x_column, "y_column": y_column}
+    for name, value in cols.items():
+        if not isinstance(value, str) or not value:
+            raise InvalidParameterError(name, value, "a column name (non-empty str)")
+    if len(set(cols.values())) != 3:
+        raise InvalidParameterError("user_column/x_column/y_column", tuple(cols.values()),
+                                    "three different columns")
+    return {"u": user_column, "x": x_column, "y": y_column}
+
+
+def cell_sums_sql(grid: Grid) -> str:
+    """:data:`CELL_SUMS_SQL` with the constants of ``grid`` (engine tokens left)."""
+    return CELL_SUMS_SQL.format(
+        cell=cell_sql(grid),
         d1=_digit("k", "{div}"), r1=_digit("k", "%"), d2=_digit("r1", "{div}"),
         r2=_digit("r1", "%"), d3=_digit("r2", "{div}"), half=str(1 << _HALF))
 
@@ -153,9 +173,8 @@ def _exact(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
 
 def _to_float(got: dict[str, np.ndarray]) -> np.ndarray:
     """Correctly rounded float64 of the exact fixed-point cell sums (driver side)."""
-    total = ((_exact(got["a1"], got["a0"]) << (2 * _DIGIT))
-             + (_exact(got["b1"], got["b0"]) << _DIGIT) + _exact(got["c1"], got["c0"]))
-    return np.ldexp(total.astype(np.float64), -FRACTION_BITS)
+    return fixed_point_to_float(_exact(got["a1"], got["a0"]), _exact(got["b1"], got["b0"]),
+                                _exact(got["c1"], got["c0"]))
 
 
 def aggregate_user_cells(source: Any, *, grid: Grid, user_column: str = "user_id",
@@ -226,17 +245,10 @@ def aggregate_user_cells(source: Any, *, grid: Grid, user_column: str = "user_id
     """
     if not isinstance(grid, Grid):
         raise InvalidParameterError("grid", grid, "a privot.heatmaps.Grid")
-    cols = {"user_column": user_column, "x_column": x_column, "y_column": y_column}
-    for name, value in cols.items():
-        if not isinstance(value, str) or not value:
-            raise InvalidParameterError(name, value, "a column name (non-empty str)")
-    if len(set(cols.values())) != 3:
-        raise InvalidParameterError("user_column/x_column/y_column", tuple(cols.values()),
-                                    "three different columns")
+    columns = check_point_columns(user_column, x_column, y_column)
     check_source(source)
     eng = get_engine(engine, spark=spark)
-    got = eng.query(cell_sums_sql(grid), source,
-                    columns={"u": user_column, "x": x_column, "y": y_column},
+    got = eng.query(cell_sums_sql(grid), source, columns=columns,
                     float_columns=("x", "y"), sep=sep, names=names)
     cell = np.asarray(got["cell"], dtype=np.int64)
     total = np.flatnonzero(cell < 0)
