@@ -75,6 +75,9 @@ def test_same_seed_same_release_and_baseline_runs(points_csv, tmp_path):
     (["--epsilon", "0"], "epsilon"),
     (["--w", "0"], "--w"),
     (["--user-column", "nobody"], "nobody"),
+    (["--threads", "0"], "--threads"),
+    (["--memory-limit", "lots"], "--memory-limit"),
+    (["--engine", "spark", "--threads", "2"], "--threads"),
 ])
 def test_bad_input_is_one_line_and_exit_2(points_csv, tmp_path, capsys, extra, needle):
     assert main(_args(points_csv, tmp_path / "o", *extra)) == 2
@@ -91,3 +94,11 @@ def test_missing_file_and_reversed_bounds(tmp_path, capsys):
                  "--epsilon", "1"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "bounds" in err
+
+
+def test_duckdb_threads_and_memory_limit_give_the_same_release(points_csv, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(_args(points_csv, a)) == 0
+    assert main(_args(points_csv, b, "--threads", "1", "--memory-limit", "256MB")) == 0
+    np.testing.assert_array_equal(np.load(a / "distribution.npy"),
+                                  np.load(b / "distribution.npy"))

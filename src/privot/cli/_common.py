@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["add_seed_argument", "engine_name", "rng_from_args", "write_json", "positive_float",
-           "to_json"]
+__all__ = ["add_engine_arguments", "add_seed_argument", "engine_from_args", "engine_name",
+           "rng_from_args", "write_json", "positive_float", "to_json"]
 
 SEED_WARNING = ("privot: --seed given: noise comes from a seeded generator; the output is "
                 "reproducible and NOT fit for publication")
@@ -47,6 +47,41 @@ def rng_from_args(args: argparse.Namespace) -> np.random.Generator | None:
 def engine_name(text: str) -> str:
     """argparse type of ``--engine``: ``local`` is the old name of ``duckdb``."""
     return "duckdb" if text == "local" else text
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--engine duckdb|spark`` (``help`` says what runs there) with DuckDB's
+    ``--threads`` and ``--memory-limit``."""
+    parser.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                        type=engine_name, help=help + " (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="DuckDB worker threads (default: one per core)")
+    parser.add_argument("--memory-limit", default=None, metavar="SIZE",
+                        help="DuckDB memory limit such as 4GB; past it, aggregates spill "
+                             "to a temporary folder (default: DuckDB's, 80%% of the RAM)")
+
+
+def engine_from_args(args: argparse.Namespace) -> Any:
+    """The engine of ``--engine``/``--threads``/``--memory-limit``: a name, or a
+    configured :class:`~privot.engines.duckdb.DuckDBEngine`."""
+    from privot.errors import InvalidParameterError
+
+    tuned = {k: v for k, v in (("--threads", args.threads),
+                                 ("--memory-limit", args.memory_limit)) if v is not None}
+    if not tuned:
+        return args.engine
+    if args.engine != "duckdb":
+        name, value = next(iter(tuned.items()))
+        raise InvalidParameterError(name, value, "only with --engine duckdb (Spark is "
+                                    "configured through its session)")
+    from privot._validation import check_int
+    from privot.engines.duckdb import DuckDBEngine, check_memory_limit
+
+    threads = None if args.threads is None else check_int(args.threads, "--threads",
+                                                          minimum=1)
+    limit = (None if args.memory_limit is None
+             else check_memory_limit(args.memory_limit, "--memory-limit"))
+    return DuckDBEngine(threads=threads, memory_limit=limit)
 
 
 def positive_float(text: str) -> float:

@@ -26,9 +26,15 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from privot.cli._common import add_seed_argument, engine_name, positive_float, rng_from_args
+from privot.cli._common import (
+    add_engine_arguments,
+    add_seed_argument,
+    engine_from_args,
+    positive_float,
+    rng_from_args,
+)
 from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidDataError, InvalidParameterError
 
@@ -102,11 +108,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reg", type=positive_float, default=1e-3,
                    help="entropic regularisation of the barycenter solver "
                         "(default: %(default)s)")
-    p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
-                   type=engine_name,
-                   help="duckdb: the rows are read once, in memory, by DuckDB ('local' is "
-                        "accepted as an alias); spark: the coreset's cell counts run on "
-                        "Spark (coreset method) (default: %(default)s)")
+    add_engine_arguments(p, "duckdb: the rows are read once, in memory, by DuckDB ('local' "
+                            "is accepted as an alias); spark: the coreset's cell counts run "
+                            "on Spark (coreset method)")
     p.add_argument("--plot-data", action="store_true",
                    help="also draw the raw rows under the support, into curator-data.png "
                         "(curator-only: never publish; duckdb engine, 2-D data)")
@@ -150,8 +154,8 @@ def group_label(value: object) -> str:
     return str(value)
 
 
-def _read_groups(path: str, columns: list[str], group_column: str | None, sep: str | None
-                 ) -> tuple[list[np.ndarray], list[str]]:
+def _read_groups(path: str, columns: list[str], group_column: str | None, sep: str | None,
+                 engine: Any = "duckdb") -> tuple[list[np.ndarray], list[str]]:
     """The rows as groups, in memory (float; NaN for a missing or non-numeric value: the
     library leaves such rows out and keeps them in the public group size)."""
     import numpy as np
@@ -159,7 +163,7 @@ def _read_groups(path: str, columns: list[str], group_column: str | None, sep: s
     from privot.engines import read_columns
 
     wanted = columns + ([group_column] if group_column else [])
-    cols = read_columns(path, columns=wanted, float_columns=columns, sep=sep)
+    cols = read_columns(path, columns=wanted, float_columns=columns, sep=sep, engine=engine)
     x = np.column_stack([np.asarray(cols[c], dtype=np.float64) for c in columns])
     if len(x) == 0:
         raise InvalidDataError(f"{path} has no rows (a header-only file?); nothing was "
@@ -212,6 +216,7 @@ def _run(args: argparse.Namespace) -> int:
     out = OutputFolder(args.output, command="barycenter", force=args.force,
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
+    engine = engine_from_args(args)
 
     seconds: dict[str, float] = {}
     with capture_data_warnings("barycenter") as data_warnings:
@@ -225,13 +230,14 @@ def _run(args: argparse.Namespace) -> int:
 
             data = coreset_leaf_counts(args.input, bounds=bounds, depth=MAX_DEPTH,
                                        coordinate_columns=columns,
-                                       group_column=args.group_column, backend=args.engine,
+                                       group_column=args.group_column, backend=engine,
                                        sep=args.sep)
             names = (["all"] if args.group_column is None
                      else [group_label(key) for key in data.counts])
             sizes = [int(data.n[key]) for key in data.counts]
         else:
-            groups, names = _read_groups(args.input, columns, args.group_column, args.sep)
+            groups, names = _read_groups(args.input, columns, args.group_column, args.sep,
+                                         engine)
             data = groups
             sizes = [len(g) for g in groups]
         seconds["read"] = time.perf_counter() - start

@@ -23,7 +23,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from privot.cli._common import add_seed_argument, engine_name, positive_float, rng_from_args
+from privot.cli._common import (
+    add_engine_arguments,
+    add_seed_argument,
+    engine_from_args,
+    positive_float,
+    rng_from_args,
+)
 from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidParameterError
 
@@ -74,10 +80,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="--baseline threshold keeps the top PERCENT of cells (default: 1)")
     p.add_argument("--aspect", choices=("square", "stretch"), default="square",
                    help="cells of a non-square --bounds: square (default) or stretched")
-    p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
-                   type=engine_name,
-                   help="where the aggregation runs: duckdb (embedded; 'local' is accepted "
-                        "as an alias) or spark (default: %(default)s)")
+    add_engine_arguments(p, "where the aggregation runs: duckdb (embedded; 'local' is "
+                            "accepted as an alias) or spark")
     p.add_argument("--user-column", default="user_id", help="default: %(default)s")
     p.add_argument("--x-column", default="longitude", help="default: %(default)s")
     p.add_argument("--y-column", default="latitude", help="default: %(default)s")
@@ -112,13 +116,14 @@ def _run(args: argparse.Namespace) -> int:
     out = OutputFolder(args.output, command="heatmap", force=args.force,
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
+    engine = engine_from_args(args)
     rng = rng_from_args(args)
 
     with capture_data_warnings("heatmap") as data_warnings:
         start = time.perf_counter()
         sums = aggregate_user_cells(args.input, grid=grid, user_column=args.user_column,
                                     x_column=args.x_column, y_column=args.y_column,
-                                    engine=args.engine, sep=args.sep, names=names)
+                                    engine=engine, sep=args.sep, names=names)
         t_aggregate = time.perf_counter() - start
         result = private_heatmap(sums, grid=grid, epsilon=epsilon, w=args.w,
                                  gamma=args.gamma, sigma=args.sigma,

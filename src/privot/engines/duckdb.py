@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
@@ -33,7 +34,7 @@ from privot.engines.base import (
 )
 from privot.errors import InvalidDataError, InvalidParameterError
 
-__all__ = ["DIALECT", "DuckDBEngine"]
+__all__ = ["DIALECT", "DuckDBEngine", "check_memory_limit"]
 
 #: Dialect tokens of the step texts.
 DIALECT = {"wide": "HUGEINT", "div": "//"}
@@ -42,6 +43,18 @@ _WIDEN = ("FLOAT", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMA
           "UINTEGER", "UBIGINT")
 _VIA_TEXT = ("HUGEINT", "UHUGEINT")
 _INPUT = "privot_input"
+
+
+_SIZE = re.compile(r"\s*[0-9]+(\.[0-9]+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)\s*",
+                   re.IGNORECASE)
+
+
+def check_memory_limit(value: object, name: str = "memory_limit") -> str:
+    """A DuckDB size such as ``"4GB"``, ``"512MiB"`` or ``"1.5 GB"``."""
+    if not isinstance(value, str) or not _SIZE.fullmatch(value):
+        raise InvalidParameterError(name, value, "a size such as 4GB, 512MB or 1.5GiB "
+                                    "(units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)")
+    return value.strip()
 
 
 def _duckdb():
@@ -119,10 +132,8 @@ class DuckDBEngine:
     def __init__(self, *, threads: int | None = None, memory_limit: str | None = None
                  ) -> None:
         self.threads = None if threads is None else check_int(threads, "threads", minimum=1)
-        if memory_limit is not None and not isinstance(memory_limit, str):
-            raise InvalidParameterError("memory_limit", memory_limit,
-                                        "None or a size such as '4GB'")
-        self.memory_limit = memory_limit
+        self.memory_limit = (None if memory_limit is None
+                             else check_memory_limit(memory_limit, "memory_limit"))
 
     def __repr__(self) -> str:
         return f"DuckDBEngine(threads={self.threads}, memory_limit={self.memory_limit!r})"
