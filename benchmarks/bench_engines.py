@@ -140,7 +140,7 @@ def legacy_engines() -> object:
 
 
 def _grid(resolution: int):
-    from privot.heatmaps.grid import Grid
+    from privot.grid import Grid
 
     return Grid(bounds=BOUNDS, resolution=resolution)
 
@@ -192,6 +192,19 @@ def worker_heatmap(engine: str, path: str, resolution: int, out: str) -> dict:
     return {"wall_s": wall, "n_users": cs.n_users, "n_points": cs.n_points,
             "n_outside": cs.n_outside, "n_users_empty": cs.n_users_empty,
             "cells_occupied": int(np.count_nonzero(cs.sums)), **extra}
+
+
+def worker_gunzip(path: str) -> dict:
+    """The floor of any gzip CSV reader: inflating the one gzip stream (Python's zlib,
+    16 MiB reads, nothing parsed). A single gzip stream cannot be inflated in parallel."""
+    import gzip
+
+    t0 = time.perf_counter()
+    size = 0
+    with gzip.open(path, "rb") as fh:
+        while block := fh.read(1 << 24):
+            size += len(block)
+    return {"wall_s": time.perf_counter() - t0, "inflated_mb": round(size / 2**20, 1)}
 
 
 def worker_coreset(engine: str, path: str, out: str) -> dict:
@@ -357,6 +370,8 @@ def main(argv: list[str] | None = None) -> dict:
         step, engine, path, *rest = args.worker
         if step == "heatmap":
             result = worker_heatmap(engine, path, int(rest[0]), rest[1])
+        elif step == "gunzip":
+            result = worker_gunzip(path)
         else:
             result = worker_coreset(engine, path, rest[0])
         result["ru_maxrss_mb"] = round(
@@ -385,6 +400,9 @@ def main(argv: list[str] | None = None) -> dict:
             report["runs"] = old.get("runs", {})
             report["bit_identical"] = old.get("bit_identical", {})
     if args.only != "coreset":
+        gz = stem.with_suffix(".csv.gz")
+        report["runs"]["gunzip only (floor) | csv.gz"] = run_worker(
+            ["gunzip", "-", str(gz)], args.timeout)
         for resolution in (256, 1024):
             for fmt in ("parquet", "csv.gz"):
                 path = stem.with_suffix("." + fmt)

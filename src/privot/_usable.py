@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from privot._validation import check_group_sequence
 from privot.errors import DataWarning, InvalidDataError
 
-__all__ = ["MOSTLY", "check_usable", "group_arrays", "swapped_axes_hint", "usable_rows"]
+__all__ = ["MOSTLY", "UserPoints", "check_usable", "coordinate_column", "group_arrays",
+           "swapped_axes_hint", "usable_rows", "usable_user_points"]
 
 #: A share of rows dropped or clipped above which the curator is warned.
 MOSTLY = 0.5
@@ -136,3 +138,94 @@ def check_usable(*, n_rows: int, n_unusable: int, n_outside: int, what: str,
     if n_rows - good > MOSTLY * n_rows:
         warnings.warn(f"{what}: most rows are not used as given ({summary}); {said}",
                       DataWarning, stacklevel=3)
+
+
+# -- user points (heatmaps, sampling): one row = (user id, x, y) ----------------------
+
+
+def coordinate_column(values: object, name: str) -> np.ndarray:
+    """A 1-D float array; a missing or non-numeric value becomes NaN (an unusable row).
+
+    The engines' rule (``privot.engines.base``): numbers are widened, text is parsed as
+    a decimal number (``_`` digit separators are not numbers), booleans are refused.
+    """
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise InvalidDataError(f"{name} must be a 1-D array, got shape {arr.shape}")
+    if arr.dtype.kind == "b":
+        raise InvalidDataError(f"{name} must be numeric coordinates, got booleans")
+    if arr.dtype.kind in "iuf":
+        return arr.astype(np.float64)
+    out = np.empty(arr.shape[0], dtype=np.float64)
+    for i, v in enumerate(arr.tolist()):
+        try:
+            out[i] = np.nan if isinstance(v, str) and "_" in v else float(v)
+        except (TypeError, ValueError):
+            out[i] = np.nan
+    return out
+
+
+def _missing_ids(ids: np.ndarray) -> np.ndarray:
+    """``(n,)`` bool: user ids that are missing (None, NaN, pandas NA)."""
+    if ids.dtype.kind == "f":
+        return ~np.isfinite(ids)
+    if ids.dtype.kind != "O":
+        return np.zeros(ids.shape[0], dtype=bool)
+    return np.fromiter((v is None or v != v or type(v).__name__ == "NAType"
+                        for v in ids.tolist()), dtype=bool, count=ids.shape[0])
+
+
+def _factorise(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes ``0..k-1`` of the user ids, and the ``k`` distinct ids (sorted)."""
+    try:
+        uniq, codes = np.unique(ids, return_inverse=True)
+    except TypeError as exc:
+        raise InvalidDataError(
+            "user_ids could not be compared (mixed types?); use one type of id") from exc
+    return codes.reshape(-1).astype(np.int64, copy=False), uniq
+
+
+@dataclass(frozen=True)
+class UserPoints:
+    """The usable rows of a table of user points (the one rule of :mod:`privot._usable`).
+
+    Attributes
+    ----------
+    codes : (k,) int64 array
+        User code ``0..n_ids-1`` of each usable row.
+    x, y : (k,) float arrays
+        Its finite coordinates.
+    n_ids : int
+        Distinct user ids among the rows with a user id.
+    n_rows : int
+        Rows read, usable or not. **Curator-only.**
+    unique_ids : (n_ids,) array
+        The distinct user ids, sorted: code ``i`` is ``unique_ids[i]``.
+    """
+
+    codes: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    n_ids: int
+    n_rows: int
+    unique_ids: np.ndarray
+
+
+def usable_user_points(user_ids: object, x: object, y: object) -> UserPoints:
+    """Drop rows with a missing user id or a missing, non-numeric or non-finite
+    coordinate; factorise the user ids. Every in-memory heatmap path goes through here
+    (the engines apply the same rule in SQL/pandas)."""
+    xs = coordinate_column(x, "x")
+    ys = coordinate_column(y, "y")
+    ids = np.asarray(user_ids)
+    if ids.ndim != 1:
+        raise InvalidDataError(f"user_ids must be a 1-D array, got shape {ids.shape}")
+    n = xs.shape[0]
+    for name, arr in (("user_ids", ids), ("y", ys)):
+        if arr.shape[0] != n:
+            raise InvalidDataError(f"{name} has {arr.shape[0]} values but x has {n}")
+    has_user = ~_missing_ids(ids)
+    codes, uniq = _factorise(ids[has_user])
+    usable = (np.isfinite(xs) & np.isfinite(ys))[has_user]
+    return UserPoints(codes=codes[usable], x=xs[has_user][usable], y=ys[has_user][usable],
+                      n_ids=int(uniq.size), n_rows=n, unique_ids=uniq)

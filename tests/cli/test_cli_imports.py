@@ -105,7 +105,7 @@ def test_heatmap_choices_and_defaults_are_the_librarys():
 
     # importlib: the package re-exports functions under some of these module names
     api = importlib.import_module("privot.heatmaps.api")
-    grid = importlib.import_module("privot.heatmaps.grid")
+    grid = importlib.import_module("privot.grid")
     measure = importlib.import_module("privot.heatmaps.measure")
 
     assert set(heatmap._METHODS.values()) == set(api.METHODS)

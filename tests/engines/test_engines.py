@@ -3,8 +3,9 @@
 Oracles: exact rational arithmetic (``fractions.Fraction``) for the sums, brute-force
 numpy (``np.bincount``) for agreement to 1e-12; bit-identity with
 :func:`privot.heatmaps.user_distributions_sum` (the in-memory path), between input
-formats, row orders, thread counts and engines; the fixed-point digits checked against exact Python integers
-on adversarial numerators and denominators on both engines.
+formats, row orders, thread counts and engines; the fixed-point digits checked against
+exact Python integers on adversarial numerators and denominators, on both engines and in
+memory.
 """
 
 from __future__ import annotations

@@ -44,7 +44,13 @@ def test_leaves_do_not_import_the_engines():
 
 
 def test_each_capability_owns_its_step():
-    assert "privot.engines" in _imports("heatmaps")["heatmaps/engine_step.py"]
-    assert "privot.engines" in _imports("barycenters")["barycenters/engine_step.py"]
-    assert _offending("heatmaps", ("privot.barycenters",)) == {}
-    assert _offending("barycenters", ("privot.heatmaps",)) == {}
+    for capability in ("heatmaps", "barycenters", "sampling"):
+        assert "privot.engines" in _imports(capability)[f"{capability}/engine_step.py"]
+
+
+def test_no_capability_imports_another():
+    """Shared pieces (the grid, the rule for unusable rows) live below the capabilities
+    (``privot.grid``, ``privot._usable``)."""
+    for capability in CAPABILITIES:
+        others = tuple(c for c in CAPABILITIES if c != capability)
+        assert _offending(capability.removeprefix("privot."), others) == {}, capability

@@ -12,7 +12,7 @@ from scipy.ndimage import gaussian_filter
 from scipy.spatial.distance import cdist
 
 from privot.errors import ConvergenceError, InvalidDataError, InvalidParameterError
-from privot.heatmaps.grid import Grid
+from privot.grid import Grid
 from privot.heatmaps.metrics import (
     EARTH_MEAN_RADIUS_M,
     KL_EPS,

@@ -1,6 +1,6 @@
 """Private heatmaps (paper 002): user-level epsilon-DP heatmaps with EMD-optimal error.
 
-Modules: :mod:`~privot.heatmaps.grid` (public bounds to a Delta x Delta grid),
+Modules: :mod:`~privot.grid` (public bounds to a Delta x Delta grid),
 :mod:`~privot.heatmaps.pyramid` (the pyramidal transform as block sums),
 :mod:`~privot.heatmaps.aggregate` (per-user distributions summed per cell),
 :mod:`~privot.heatmaps.measure` (Algorithm 1: noisy pyramid levels),
@@ -16,6 +16,7 @@ Privacy derivations: ``docs/privacy/heatmaps.md`` and
 ``docs/privacy/heatmaps_extensions.md``.
 """
 
+from privot.grid import ASPECTS, CellAssignment, Grid
 from privot.heatmaps.aggregate import CellSums, user_distributions_sum
 from privot.heatmaps.api import (
     DEFAULT_SIGMA,
@@ -40,7 +41,6 @@ from privot.heatmaps.dense import (
     emd_projection,
 )
 from privot.heatmaps.engine_step import aggregate_user_cells
-from privot.heatmaps.grid import ASPECTS, CellAssignment, Grid
 from privot.heatmaps.kmedian import (
     KMedianResult,
     kmedian_cost,

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privot._usable import usable_user_points
 from privot._validation import check_int
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.heatmaps.grid import Grid
+from privot.grid import Grid
 
-__all__ = ["CellSums", "FRACTION_BITS", "UserPoints", "fixed_point_digits",
-           "fixed_point_to_float", "usable_user_points", "user_distributions_sum"]
+__all__ = ["CellSums", "FRACTION_BITS", "fixed_point_digits", "fixed_point_to_float",
+           "user_distributions_sum"]
 
 #: Fractional bits of the fixed-point quotients ``k / n_u``: each user's mass in a cell
 #: is :math:`\lfloor 2^{96} k_{u,c} / n_u \rfloor / 2^{96}`, as three base-``2^32``
@@ -44,7 +45,7 @@ class CellSums:
     ----------
     sums : (Delta, Delta) float array
         :math:`\mathbf{s} = \sum_u \mathbf{p}_u`, non-negative; entry ``[row, col]`` is
-        the cell ``(row, col)`` of :class:`~privot.heatmaps.grid.Grid`. Sensitive: it is
+        the cell ``(row, col)`` of :class:`~privot.grid.Grid`. Sensitive: it is
         released only through a mechanism.
     n_users : int
         Users with at least one point inside the bounds (``sums.sum() == n_users`` up to
@@ -92,94 +93,6 @@ class CellSums:
     def resolution(self) -> int:
         r""":math:`\Delta`, the side of ``sums``."""
         return int(self.sums.shape[0])
-
-
-def _coordinates(values: object, name: str) -> np.ndarray:
-    """A 1-D float array; a missing or non-numeric value becomes NaN (an unusable row).
-
-    The engines' rule (``privot.engines.base``): numbers are widened, text is parsed as
-    a decimal number (``_`` digit separators are not numbers), booleans are refused.
-    """
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise InvalidDataError(f"{name} must be a 1-D array, got shape {arr.shape}")
-    if arr.dtype.kind == "b":
-        raise InvalidDataError(f"{name} must be numeric coordinates, got booleans")
-    if arr.dtype.kind in "iuf":
-        return arr.astype(np.float64)
-    out = np.empty(arr.shape[0], dtype=np.float64)
-    for i, v in enumerate(arr.tolist()):
-        try:
-            out[i] = np.nan if isinstance(v, str) and "_" in v else float(v)
-        except (TypeError, ValueError):
-            out[i] = np.nan
-    return out
-
-
-def _missing_ids(ids: np.ndarray) -> np.ndarray:
-    """``(n,)`` bool: user ids that are missing (None, NaN, pandas NA)."""
-    if ids.dtype.kind == "f":
-        return ~np.isfinite(ids)
-    if ids.dtype.kind != "O":
-        return np.zeros(ids.shape[0], dtype=bool)
-    return np.fromiter((v is None or v != v or type(v).__name__ == "NAType"
-                        for v in ids.tolist()), dtype=bool, count=ids.shape[0])
-
-
-def _factorise(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Codes ``0..k-1`` of the user ids, and the ``k`` distinct ids (sorted)."""
-    try:
-        uniq, codes = np.unique(ids, return_inverse=True)
-    except TypeError as exc:
-        raise InvalidDataError(
-            "user_ids could not be compared (mixed types?); use one type of id") from exc
-    return codes.reshape(-1).astype(np.int64, copy=False), uniq
-
-
-@dataclass(frozen=True)
-class UserPoints:
-    """The usable rows of a table of user points (the one rule of :mod:`privot._usable`).
-
-    Attributes
-    ----------
-    codes : (k,) int64 array
-        User code ``0..n_ids-1`` of each usable row.
-    x, y : (k,) float arrays
-        Its finite coordinates.
-    n_ids : int
-        Distinct user ids among the rows with a user id.
-    n_rows : int
-        Rows read, usable or not. **Curator-only.**
-    unique_ids : (n_ids,) array
-        The distinct user ids, sorted: code ``i`` is ``unique_ids[i]``.
-    """
-
-    codes: np.ndarray
-    x: np.ndarray
-    y: np.ndarray
-    n_ids: int
-    n_rows: int
-    unique_ids: np.ndarray
-
-
-def usable_user_points(user_ids: object, x: object, y: object) -> UserPoints:
-    """Drop rows with a missing user id or a missing, non-numeric or non-finite
-    coordinate; factorise the user ids. Every in-memory heatmap path goes through here
-    (the engines apply the same rule in SQL/pandas)."""
-    xs = _coordinates(x, "x")
-    ys = _coordinates(y, "y")
-    ids = np.asarray(user_ids)
-    if ids.ndim != 1:
-        raise InvalidDataError(f"user_ids must be a 1-D array, got shape {ids.shape}")
-    n = xs.shape[0]
-    for name, arr in (("user_ids", ids), ("y", ys)):
-        if arr.shape[0] != n:
-            raise InvalidDataError(f"{name} has {arr.shape[0]} values but x has {n}")
-    has_user = ~_missing_ids(ids)
-    codes, uniq = _factorise(ids[has_user])
-    usable = (np.isfinite(xs) & np.isfinite(ys))[has_user]
-    return UserPoints(codes=codes[usable], x=xs[has_user][usable], y=ys[has_user][usable],
-                      n_ids=int(uniq.size), n_rows=n, unique_ids=uniq)
 
 
 def fixed_point_digits(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -241,7 +154,7 @@ def user_distributions_sum(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray,
 
     Each point of user :math:`u` inside the bounds weighs :math:`1/n_u`, with
     :math:`n_u` the number of the user's points *inside* the bounds; points outside
-    are dropped (grid rule: half-open cells, see :class:`~privot.heatmaps.grid.Grid`).
+    are dropped (grid rule: half-open cells, see :class:`~privot.grid.Grid`).
     The sums are the engines' fixed-point sums (:func:`fixed_point_digits`, exact
     integer sums, one rounding), so they equal
     :func:`~privot.heatmaps.engine_step.aggregate_user_cells` bit for bit.

@@ -18,16 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from privot._usable import check_usable, swapped_axes_hint, usable_rows
+from privot._usable import check_usable, coordinate_column, swapped_axes_hint, usable_rows
 from privot._validation import check_epsilon, check_int, check_nonnegative, check_positive
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.heatmaps.aggregate import CellSums, _coordinates, user_distributions_sum
+from privot.grid import Grid
+from privot.heatmaps.aggregate import CellSums, user_distributions_sum
 from privot.heatmaps.baselines import (
     BaselineResult,
     laplace_baseline,
     threshold_baseline,
 )
-from privot.heatmaps.grid import Grid
 from privot.heatmaps.measure import (
     DEFAULT_GAMMA,
     DEFAULT_W,
@@ -284,7 +284,7 @@ def _points(data: Any, user: object, x: object, y: object, grid: Grid
     for name in ("x", "y"):
         if cols[name].shape[0] != n:
             raise InvalidDataError(f"{name} has {cols[name].shape[0]} values but user has {n}")
-    xy = np.column_stack([_coordinates(cols["x"], "x"), _coordinates(cols["y"], "y")])
+    xy = np.column_stack([coordinate_column(cols["x"], "x"), coordinate_column(cols["y"], "y")])
     cells = user_distributions_sum(cols["user"], xy[:, 0], xy[:, 1], grid)
 
     def hint() -> str:

@@ -419,7 +419,7 @@ def dense_heatmap(sums: np.ndarray | CellSums, *, epsilon: float, n_users_public
         None: OS CSPRNG. A seeded generator marks the release ``secure=False``.
     covered : (Delta, Delta) bool array, optional
         Cells of the uniform fallback when :math:`\hat{\mathbf s} = 0`
-        (:meth:`Grid.covered_mask() <privot.heatmaps.grid.Grid.covered_mask>`).
+        (:meth:`Grid.covered_mask() <privot.grid.Grid.covered_mask>`).
     max_lp_cells : int
         Refuse coarse grids above this many cells (LP size), default
         :data:`MAX_DENSE_LP_CELLS`; a coarser caller grid caps :math:`\Delta^*`.

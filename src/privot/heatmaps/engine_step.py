@@ -43,7 +43,7 @@ engine, thread count and partitioning**, and equal to what the in-memory
 row per occupied cell (at most :math:`\Delta^2`, no user ids) and one row of totals.
 
 The cell assignment performs the float64 operations of
-:meth:`privot.heatmaps.grid.Grid.assign`, in the engine's IEEE double arithmetic:
+:meth:`privot.grid.Grid.assign`, in the engine's IEEE double arithmetic:
 ``col = min(floor((x - x_min) / cell_width), Delta - 1)`` (same for rows with ``y``),
 with half-open bounds ``x_min <= x < x_max``, ``y_min <= y < y_max``; the constants
 are written as exact doubles (:func:`~privot.engines.base.double_literal`).
@@ -65,14 +65,13 @@ from typing import Any
 import numpy as np
 
 from privot.engines import Engine, get_engine
-from privot.engines.base import check_source, double_literal
+from privot.engines.base import check_source
 from privot.errors import InvalidParameterError
+from privot.grid import Grid, cell_sql, check_point_columns
 from privot.heatmaps.aggregate import DIGIT_BITS as _DIGIT
 from privot.heatmaps.aggregate import FRACTION_BITS, CellSums, fixed_point_to_float
-from privot.heatmaps.grid import Grid
 
-__all__ = ["CELL_SQL", "CELL_SUMS_SQL", "FRACTION_BITS", "aggregate_user_cells", "cell_sql",
-           "cell_sums_sql", "check_point_columns"]
+__all__ = ["CELL_SUMS_SQL", "FRACTION_BITS", "aggregate_user_cells", "cell_sums_sql"]
 
 _HALF = 62  # the per-cell wide sums come back as two int64 halves of 62 bits
 
@@ -124,37 +123,6 @@ def _digit(x: str, op: str) -> str:
     p = str(1 << _DIGIT)
     return (f"CASE WHEN n < {1 << 31} THEN ({x} * {p}) {op} n "
             f"ELSE CAST((CAST({x} AS {{wide}}) * {p}) {op} n AS BIGINT) END")
-
-
-#: The cell of a row (columns ``u``, ``x``, ``y``): the float64 operations of
-#: :meth:`Grid.assign`; -1 for a row outside the bounds or unusable.
-CELL_SQL = """CASE WHEN u IS NOT NULL AND x >= {x0} AND x < {x1} AND y >= {y0} AND y < {y1}
-              THEN least(CAST(floor((y - {y0}) / {h}) AS BIGINT), {dm1}) * {d}
-                   + least(CAST(floor((x - {x0}) / {w}) AS BIGINT), {dm1})
-              ELSE -1 END"""
-
-
-def cell_sql(grid: Grid) -> str:
-    """:data:`CELL_SQL` with the constants of ``grid`` (exact doubles): the one cell
-    assignment of every engine step over a grid (heatmaps, sampling)."""
-    x0, x1, y0, y1 = (float(v) for v in grid.bounds)
-    d = grid.resolution
-    return CELL_SQL.format(
-        x0=double_literal(x0), x1=double_literal(x1), y0=double_literal(y0),
-        y1=double_literal(y1), w=double_literal(grid.cell_width),
-        h=double_literal(grid.cell_height), d=int(d), dm1=int(d) - 1)
-
-
-def check_point_columns(user_column: str, x_column: str, y_column: str) -> dict[str, str]:
-    """``{"u": user_column, "x": x_column, "y": y_column}`` after checking the names."""
-    cols = {"user_column": user_column, "x_column": x_column, "y_column": y_column}
-    for name, value in cols.items():
-        if not isinstance(value, str) or not value:
-            raise InvalidParameterError(name, value, "a column name (non-empty str)")
-    if len(set(cols.values())) != 3:
-        raise InvalidParameterError("user_column/x_column/y_column", tuple(cols.values()),
-                                    "three different columns")
-    return {"u": user_column, "x": x_column, "y": y_column}
 
 
 def cell_sums_sql(grid: Grid) -> str:

@@ -35,8 +35,8 @@ import numpy as np
 
 from privot._validation import check_finite_array, check_int
 from privot.errors import InvalidDataError, InvalidParameterError
+from privot.grid import Grid
 from privot.heatmaps.aggregate import user_distributions_sum
-from privot.heatmaps.grid import Grid
 from privot.heatmaps.measure import DEFAULT_GAMMA, DEFAULT_W, Measurements, measure
 from privot.heatmaps.reconstruct import Reconstruction, reconstruct
 from privot.privacy.types import Spender

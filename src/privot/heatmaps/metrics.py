@@ -12,7 +12,7 @@ to total mass one first (so raw counts, sums and densities are all accepted):
 * :func:`grid_emd` -- the exact Earth Mover's Distance with the L1 ground distance
   between cell centres, paper 002 Sec. 2.1 (lower is better), without an
   :math:`n\times n` cost matrix; :func:`grid_emd_metres` in metres for a
-  latitude/longitude :class:`~privot.heatmaps.grid.Grid`;
+  latitude/longitude :class:`~privot.grid.Grid`;
 * :func:`heatmap_metrics` -- all four at once, as a :class:`HeatmapMetrics`.
 
 These are evaluation tools for a curator who holds the true heatmap: they read the
@@ -97,7 +97,7 @@ from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
 
 from privot._validation import check_finite_array, check_int, check_positive
 from privot.errors import ConvergenceError, InvalidDataError, InvalidParameterError
-from privot.heatmaps.grid import Grid
+from privot.grid import Grid
 
 __all__ = [
     "KL_EPS",
@@ -529,7 +529,7 @@ def grid_emd(p: np.ndarray, q: np.ndarray, *, cell: tuple[float, float] | None =
     p, q : (Delta, Delta) arrays
         Non-negative maps with positive totals; each is normalised to mass one. Row
         ``r`` is along ``y`` and column ``c`` along ``x`` (the layout of
-        :class:`~privot.heatmaps.grid.Grid`).
+        :class:`~privot.grid.Grid`).
     cell : (width, height), optional
         Cell side lengths along ``x`` (between columns) and ``y`` (between rows).
         Default ``(1/Delta, 1/Delta)``: the unit square :math:`[0, 1)^2` of the paper,

@@ -326,7 +326,7 @@ def reconstruct(measurements: Measurements | Sequence[np.ndarray], *, w: int | N
         optimum).
     covered : (Delta, Delta) bool array, optional
         Cells the uniform fallback spreads over when the LP returns zero mass
-        (:meth:`Grid.covered_mask() <privot.heatmaps.grid.Grid.covered_mask>`); default
+        (:meth:`Grid.covered_mask() <privot.grid.Grid.covered_mask>`); default
         all cells.
 
     Returns

@@ -75,10 +75,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from privot._usable import usable_user_points
 from privot._validation import check_delta, check_epsilon, check_int, check_positive
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.heatmaps.aggregate import usable_user_points
-from privot.heatmaps.grid import Grid
+from privot.grid import Grid
 from privot.heatmaps.measure import DEFAULT_GAMMA, DEFAULT_W, level_budgets, start_level
 from privot.heatmaps.reconstruct import LP_FORMS, Reconstruction, reconstruct
 from privot.privacy import noise

@@ -8,7 +8,7 @@ Spark for clusters) and returns the integer counts :math:`k_{u,c}` in compressed
 so :math:`\mu_u(c) = k_{u,c} / n_u`:
 
 * the cell of a row is the heatmap step's (:func:`~privot.heatmaps.engine_step.cell_sql`:
-  the float64 operations of :meth:`~privot.heatmaps.grid.Grid.assign` on exact
+  the float64 operations of :meth:`~privot.grid.Grid.assign` on exact
   constants), so the counts are **bit-identical on every engine** and equal to the
   in-memory :func:`user_cell_counts_in_memory`;
 * rows with a missing user id or a missing, non-numeric, NaN or infinite coordinate, and
@@ -30,12 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from privot._usable import usable_user_points
 from privot.engines import Engine, get_engine
 from privot.engines.base import check_source
 from privot.errors import InvalidParameterError
-from privot.heatmaps.aggregate import usable_user_points
-from privot.heatmaps.engine_step import cell_sql, check_point_columns
-from privot.heatmaps.grid import Grid
+from privot.grid import Grid, cell_sql, check_point_columns
 
 __all__ = ["USER_CELLS_SQL", "UserCellCounts", "user_cell_counts",
            "user_cell_counts_in_memory"]

@@ -21,6 +21,10 @@ Cells are indexed ``(row, col)`` with ``row`` along ``y`` (``y_min`` at row 0) a
 ``col`` along ``x``; the flat index is ``row * Delta + col``, the layout of a
 ``(Delta, Delta)`` numpy array whose ``[0, 0]`` is the corner ``(x_min, y_min)``.
 
+The grid is shared by the capabilities that read user points over public cells
+(heatmaps: the cells of the heatmap; sampling: the ``k`` input points of a user's
+distribution); :func:`cell_sql` is :meth:`Grid.assign` as SQL for their engine steps.
+
 Privacy
 -------
 No release here. The grid (bounds, resolution, aspect) is public by assumption and never
@@ -38,9 +42,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from privot._validation import check_finite_array, check_int
+from privot.engines.base import double_literal
 from privot.errors import InvalidDataError, InvalidParameterError
 
-__all__ = ["ASPECTS", "Grid", "CellAssignment"]
+__all__ = ["ASPECTS", "CELL_SQL", "Grid", "CellAssignment", "cell_sql", "check_point_columns"]
 
 ASPECTS = ("square", "stretch")
 
@@ -202,3 +207,37 @@ class Grid:
     def cell_distance_scale(self) -> tuple[float, float]:
         """Input units per cell along ``x`` and ``y`` (for EMD in data units)."""
         return self.cell_width, self.cell_height
+
+
+# -- the same assignment in SQL, for the engine steps over a grid (heatmaps, sampling) --
+
+
+#: The cell of a row (columns ``u``, ``x``, ``y``): the float64 operations of
+#: :meth:`Grid.assign`; -1 for a row outside the bounds or unusable.
+CELL_SQL = """CASE WHEN u IS NOT NULL AND x >= {x0} AND x < {x1} AND y >= {y0} AND y < {y1}
+              THEN least(CAST(floor((y - {y0}) / {h}) AS BIGINT), {dm1}) * {d}
+                   + least(CAST(floor((x - {x0}) / {w}) AS BIGINT), {dm1})
+              ELSE -1 END"""
+
+
+def cell_sql(grid: Grid) -> str:
+    """:data:`CELL_SQL` with the constants of ``grid`` (exact doubles): the one cell
+    assignment of every engine step over a grid (heatmaps, sampling)."""
+    x0, x1, y0, y1 = (float(v) for v in grid.bounds)
+    d = grid.resolution
+    return CELL_SQL.format(
+        x0=double_literal(x0), x1=double_literal(x1), y0=double_literal(y0),
+        y1=double_literal(y1), w=double_literal(grid.cell_width),
+        h=double_literal(grid.cell_height), d=int(d), dm1=int(d) - 1)
+
+
+def check_point_columns(user_column: str, x_column: str, y_column: str) -> dict[str, str]:
+    """``{"u": user_column, "x": x_column, "y": y_column}`` after checking the names."""
+    cols = {"user_column": user_column, "x_column": x_column, "y_column": y_column}
+    for name, value in cols.items():
+        if not isinstance(value, str) or not value:
+            raise InvalidParameterError(name, value, "a column name (non-empty str)")
+    if len(set(cols.values())) != 3:
+        raise InvalidParameterError("user_column/x_column/y_column", tuple(cols.values()),
+                                    "three different columns")
+    return {"u": user_column, "x": x_column, "y": y_column}
