@@ -3,4 +3,71 @@
 A user holds a distribution ``mu`` over ``k`` public points and releases one sample of
 ``M[mu]``, a distribution over ``k_v`` public output points that lies in the LDP
 polytope ``Q_{m, eps}`` (Def. 2.2), which makes the sample eps-LDP (Prop. 3.2).
+
+Modules (each with one job):
+
+* :mod:`~privot.sampling.mechanism` -- the one API: :class:`WassersteinProjection`
+  (WPM), :class:`KLProjection` (KPM), :class:`GenreKLProjection`,
+  :class:`ExponentialMechanism`, :class:`RandomizedResponse`, :func:`make_mechanism`;
+* :mod:`~privot.sampling.polytope` -- the polytope and its exact KL projection;
+* :mod:`~privot.sampling.wpm_exact`, :mod:`~privot.sampling.wpm_entropic` -- the WPM
+  solvers (network simplex / HiGHS; Algorithm 1 in the log domain, batched);
+* :mod:`~privot.sampling.base_measure` -- uniform, optimal (Thm 3.4-3.5, certified) and
+  sphere (Prop. H.1) base measures;
+* :mod:`~privot.sampling.baselines` -- KPM, KPM per genre, exponential mechanism, k-RR;
+* :mod:`~privot.sampling.device` -- exact privacy on the device (certified integer
+  polytope, exact draw from the CSPRNG);
+* :mod:`~privot.sampling.cost` -- cost matrices from public points;
+* :mod:`~privot.sampling.engine_step` -- each user's distribution over a public grid, on
+  DuckDB or Spark.
 """
+
+from privot.sampling.base_measure import (
+    BaseMeasureResult,
+    WorstCaseCost,
+    optimal_base_measure,
+    sphere_base_measure,
+    uniform_base_measure,
+)
+from privot.sampling.cost import cost_matrix
+from privot.sampling.device import DeviceSample, private_sample
+from privot.sampling.engine_step import UserCellCounts, user_cell_counts
+from privot.sampling.mechanism import (
+    MECHANISMS,
+    ExponentialMechanism,
+    GenreKLProjection,
+    KLProjection,
+    RandomizedResponse,
+    SamplingMechanism,
+    WassersteinProjection,
+    make_mechanism,
+)
+from privot.sampling.polytope import in_polytope, kl_projection, polytope_bounds
+from privot.sampling.wpm_entropic import wpm_entropic
+from privot.sampling.wpm_exact import wpm_exact
+
+__all__ = [
+    "MECHANISMS",
+    "BaseMeasureResult",
+    "DeviceSample",
+    "ExponentialMechanism",
+    "GenreKLProjection",
+    "KLProjection",
+    "RandomizedResponse",
+    "SamplingMechanism",
+    "UserCellCounts",
+    "WassersteinProjection",
+    "WorstCaseCost",
+    "cost_matrix",
+    "in_polytope",
+    "kl_projection",
+    "make_mechanism",
+    "optimal_base_measure",
+    "polytope_bounds",
+    "private_sample",
+    "sphere_base_measure",
+    "uniform_base_measure",
+    "user_cell_counts",
+    "wpm_entropic",
+    "wpm_exact",
+]
