@@ -79,9 +79,13 @@ class Grid:
         Public rectangle, ``x_min < x_max`` and ``y_min < y_max``, finite. For
         latitude/longitude data, ``x`` is the longitude and ``y`` the latitude.
     resolution : int
-        :math:`\Delta = 2^\ell`, a power of two in ``[1, 2**15]``.
+        :math:`\Delta`, in ``[1, 2**15]``; a power of two :math:`2^\ell` unless
+        ``dyadic=False``.
     aspect : {"square", "stretch"}
         How a non-square rectangle is covered (see the module docstring).
+    dyadic : bool, default True
+        Require a power of two (the heatmap's pyramid halves the grid ``ell`` times).
+        Sampling takes any side (paper 003 uses a 20 x 20 grid).
 
     Attributes
     ----------
@@ -94,6 +98,7 @@ class Grid:
     bounds: tuple[float, float, float, float]
     resolution: int
     aspect: str = "square"
+    dyadic: bool = True
 
     def __post_init__(self) -> None:
         try:
@@ -108,7 +113,7 @@ class Grid:
             raise InvalidParameterError("bounds", self.bounds,
                                         "x_min < x_max and y_min < y_max")
         res = check_int(self.resolution, "resolution", minimum=1, maximum=2**15)
-        if res & (res - 1):
+        if self.dyadic and res & (res - 1):
             raise InvalidParameterError("resolution", self.resolution,
                                         "a power of two (1, 2, 4, ..., 32768)")
         if self.aspect not in ASPECTS:
@@ -120,7 +125,10 @@ class Grid:
 
     @property
     def levels(self) -> int:
-        r""":math:`\ell` with :math:`\Delta = 2^\ell`."""
+        r""":math:`\ell` with :math:`\Delta = 2^\ell` (a dyadic grid only)."""
+        if self.resolution & (self.resolution - 1):
+            raise InvalidParameterError("resolution", self.resolution,
+                                        "a power of two for a hierarchical (pyramid) grid")
         return self.resolution.bit_length() - 1
 
     @property
