@@ -27,7 +27,7 @@ HEAVY_PACKAGES = {"numpy", "scipy", "pandas", "matplotlib", "pyarrow", "pyspark"
 #: privot modules that parsing must not import.
 HEAVY_PRIVOT = {"privot.privacy", "privot.heatmaps", "privot.barycenters", "privot.engines",
                 "privot.ot", "privot.datasets", "privot.demo", "privot._validation",
-                "privot._jsonable"}
+                "privot._jsonable", "privot.sampling", "privot.grid"}
 
 _SCRIPT = r"""
 import json, sys
@@ -86,7 +86,7 @@ def _option(command: str, dest: str) -> argparse.Action:
 
 def test_every_subcommand_is_registered():
     assert {name.rsplit(".", 1)[1] for name in SUBCOMMANDS} == {
-        "demo", "audit", "calibrate", "heatmap", "barycenter"}
+        "demo", "audit", "calibrate", "heatmap", "barycenter", "sample"}
 
 
 def test_calibrate_choices_are_the_accounting_modules():
@@ -127,3 +127,15 @@ def test_barycenter_choices_and_defaults_are_the_librarys():
     assert set(_option("barycenter", "placement").choices) == set(coresets.PLACEMENTS)
     assert _option("barycenter", "iterations").default == api.DEFAULT_ITERATIONS
 
+
+
+def test_sample_choices_and_defaults_are_the_librarys():
+    from privot.cli import sample
+
+    mechanism = importlib.import_module("privot.sampling.mechanism")
+    population = importlib.import_module("privot.sampling.population")
+
+    assert tuple(_option("sample", "mechanism").choices) == mechanism.MECHANISMS
+    assert tuple(_option("sample", "base_measure").choices) == mechanism.BASE_MEASURES
+    assert tuple(_option("sample", "variant").choices) == population.VARIANTS
+    assert sample._MECHANISMS == mechanism.MECHANISMS

@@ -25,6 +25,9 @@ HEATMAP = ["heatmap", "--bounds", "0", "1", "0", "1", "--epsilon", "1", "--resol
            "--user-column", "uid", "--x-column", "lon", "--y-column", "lat", "--seed", "5"]
 BARYCENTER = ["barycenter", "--columns", "lon,lat", "--bounds", "0", "1", "0", "1", "--m",
               "4", "--epsilon", "1", "--seed", "5"]
+SAMPLE = ["sample", "--bounds", "0", "1", "0", "1", "--epsilon", "2", "--resolution", "6",
+          "--user-column", "uid", "--x-column", "lon", "--y-column", "lat", "--seed", "5"]
+COMMANDS = {"heatmap": HEATMAP, "barycenter": BARYCENTER, "sample": SAMPLE}
 
 
 def _frame(n: int = 600, seed: int = 0) -> pd.DataFrame:
@@ -57,13 +60,13 @@ def _far_row_pair(tmp_path, far_a: float, far_b: float):
     return _write(a, tmp_path / "a.csv"), _write(b, tmp_path / "b.csv")
 
 
-@pytest.mark.parametrize("command", ["heatmap", "barycenter"])
+@pytest.mark.parametrize("command", ["heatmap", "barycenter", "sample"])
 def test_publishable_files_are_a_function_of_the_release(tmp_path, capsys, command):
     """Same seed, same release: byte-identical publishable files and stdout. Before the
     fix, release.json carried exact counts, wall-clock seconds and the data warning
     'overflow encountered in multiply', and barycenter.png drew the raw rows."""
     path_a, path_b = _far_row_pair(tmp_path, 7.0, 1e300)
-    base = HEATMAP if command == "heatmap" else BARYCENTER
+    base = COMMANDS[command]
     outs, printed = [], []
     for name, path in (("a", path_a), ("b", path_b)):
         out = tmp_path / f"out-{name}"
@@ -177,7 +180,7 @@ def test_plot_data_is_a_curator_file(tmp_path, capsys):
     assert "curator-only (do not publish): curator-data.png" in stdout
 
 
-@pytest.mark.parametrize("command", ["heatmap", "barycenter"])
+@pytest.mark.parametrize("command", ["heatmap", "barycenter", "sample"])
 def test_help_names_the_publishable_files(capsys, command):
     rc, out, _ = _run(capsys, [command, "--help"])
     text = " ".join(out.split())

@@ -32,7 +32,7 @@ def test_report_and_results_are_written(demo):
     assert payload["seeded"] is True
     assert payload["header"]["mode"] == "quick"
     assert [s.key for s in result.sections] == ["privacy_core", "ot_core", "heatmaps",
-                                               "barycenters"]
+                                               "barycenters", "sampling"]
     assert len(result.sections) == len(SECTIONS)
     for s in result.sections:
         assert s.key in payload
@@ -112,3 +112,19 @@ def test_barycenter_section(demo):
     # at this n (quick mode) the Gaussian noise of output perturbation dominates:
     # the coreset method is the better one (paper 000 Remark 2)
     assert us["perturbation"]["cost"] > us["coreset"]["cost"]
+
+
+def test_sampling_section(demo):
+    """WPM's per-storm utility beats the geometry-blind baselines at the same epsilon,
+    m* has the smaller worst case (Thm 3.4), and the linear variant's EM estimate of the
+    population beats k-RR's."""
+    _, payload = demo
+    samp = payload["sampling"]
+    w = {k: v["mean"] for k, v in samp["w1_per_user"].items()}
+    for base in ("kpm", "exp", "krr"):
+        assert w["wpm-uniform eps=2"] < w[f"{base} eps=2"]
+        assert w["wpm eps=2"] < w[f"{base} eps=2"]
+    worst = samp["worst_case_w1"]
+    assert worst["wpm eps=2"] <= worst["wpm-uniform eps=2"]
+    pop = samp["population_w1"]
+    assert pop["WPM linear + EM"] < pop["k-RR debiased"]

@@ -35,6 +35,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "privot.cli.calibrate",
     "privot.cli.heatmap",
     "privot.cli.barycenter",
+    "privot.cli.sample",
 )
 
 

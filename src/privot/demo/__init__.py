@@ -27,6 +27,7 @@ SECTIONS: tuple[str, ...] = (
     "privot.demo.ot_core",
     "privot.demo.heatmaps",
     "privot.demo.barycenters",
+    "privot.demo.sampling",
 )
 
 

@@ -19,7 +19,9 @@ Modules (each with one job):
   polytope, exact draw from the CSPRNG);
 * :mod:`~privot.sampling.cost` -- cost matrices from public points;
 * :mod:`~privot.sampling.engine_step` -- each user's distribution over a public grid, on
-  DuckDB or Spark.
+  DuckDB or Spark;
+* :mod:`~privot.sampling.population` -- one report per user of a whole table (direct or
+  linear variant) and the server's estimators (EM through the public channel).
 """
 
 from privot.sampling.base_measure import (
@@ -43,6 +45,13 @@ from privot.sampling.mechanism import (
     make_mechanism,
 )
 from privot.sampling.polytope import in_polytope, kl_projection, polytope_bounds
+from privot.sampling.population import (
+    PopulationSample,
+    estimate_direct,
+    estimate_linear,
+    linear_law,
+    sample_population,
+)
 from privot.sampling.wpm_entropic import wpm_entropic
 from privot.sampling.wpm_exact import wpm_exact
 
@@ -53,18 +62,23 @@ __all__ = [
     "ExponentialMechanism",
     "GenreKLProjection",
     "KLProjection",
+    "PopulationSample",
     "RandomizedResponse",
     "SamplingMechanism",
     "UserCellCounts",
     "WassersteinProjection",
     "WorstCaseCost",
     "cost_matrix",
+    "estimate_direct",
+    "estimate_linear",
     "in_polytope",
     "kl_projection",
+    "linear_law",
     "make_mechanism",
     "optimal_base_measure",
     "polytope_bounds",
     "private_sample",
+    "sample_population",
     "sphere_base_measure",
     "uniform_base_measure",
     "user_cell_counts",

