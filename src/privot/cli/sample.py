@@ -63,8 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "sample", help="one epsilon-local-DP sample per user (paper 003)",
         description="Release, for every user, one cell of a public grid drawn from an "
                     "epsilon-local-DP mechanism applied to that user's distribution over "
-                    "the grid: by default the Wasserstein Projection Mechanism with the "
-                    "minimax-optimal base measure (Takakura, Liew, Hasegawa), computed "
+                    "the grid: by default the Wasserstein Projection Mechanism (Takakura, "
+                    "Liew, Hasegawa), computed "
                     "as each user's device would, with exact sampling from certified "
                     "integer weights.",
         epilog="Publishable: samples.csv (no user ids), base_measure.csv, estimate.csv, "
@@ -90,8 +90,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="direct: one sample of M[mu]; linear: one point of mu, then one "
                         "sample of its Dirac's channel row (unbiased population estimate "
                         "by EM) (default: %(default)s)")
-    p.add_argument("--base-measure", choices=_BASE_MEASURES, default="optimal",
-                   help="WPM base measure (default: %(default)s)")
+    p.add_argument("--base-measure", choices=_BASE_MEASURES, default="best-uniform",
+                   help="WPM base measure: best-uniform (the best multiple of the uniform "
+                        "measure), optimal (minimax over all inputs, Thm 3.4: the best "
+                        "worst case, sparse) or uniform (default: %(default)s)")
     p.add_argument("--p", type=positive_float, default=1.0,
                    help="order of the Wasserstein distance, >= 1 (default: %(default)s)")
     p.add_argument("--lam", type=positive_float, default=None,

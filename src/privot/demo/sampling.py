@@ -8,8 +8,8 @@ releases **one** grid cell, epsilon-locally-DP. Shown:
   is drawn from, for WPM (optimal base measure, exact), WPM (uniform base measure),
   KPM, the exponential mechanism and k-RR, at several epsilons;
 * the population: the storms' average distribution against the server's estimate from
-  one sample per storm (WPM's linear variant inverted by EM through the public channel,
-  and k-RR's debiased frequencies), :math:`W_1` on the grid.
+  one sample per storm (WPM's linear variant, uniform base measure, inverted by EM
+  through the public channel, and k-RR's debiased frequencies), :math:`W_1` on the grid.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ MECHANISMS = (("wpm", "WPM, optimal m*"), ("wpm-uniform", "WPM, uniform m"),
 def _mechanism(name: str, points: np.ndarray, epsilon: float) -> Any:
     from privot.sampling import make_mechanism
 
-    if name == "wpm-uniform":
-        return make_mechanism("wpm", points=points, epsilon=epsilon, base_measure="uniform")
+    if name.startswith("wpm"):
+        return make_mechanism("wpm", points=points, epsilon=epsilon,
+                              base_measure="uniform" if name == "wpm-uniform" else "optimal")
     return make_mechanism(name, points=points, epsilon=epsilon)
 
 
@@ -86,7 +87,7 @@ def run(ctx: DemoContext) -> Section:
                 "mean": float(w.mean()), "se": float(w.std(ddof=1) / np.sqrt(w.size))}
 
     eps = 2.0
-    wpm = make_mechanism("wpm", points=points, epsilon=eps)
+    wpm = make_mechanism("wpm", points=points, epsilon=eps, base_measure="uniform")
     linear = sample_population(counts, wpm, variant="linear", rng=ctx.rng)
     est_linear = estimate_linear(linear.counts_per_output(), wpm.channel())
     krr = make_mechanism("krr", points=points, epsilon=eps)
