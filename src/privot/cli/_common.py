@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["add_engine_arguments", "add_seed_argument", "engine_from_args", "engine_name",
-           "rng_from_args", "write_json", "positive_float", "to_json"]
+__all__ = ["add_engine_arguments", "add_output_arguments", "add_point_table_arguments",
+           "add_seed_argument", "engine_from_args", "engine_name", "rng_from_args",
+           "write_json", "positive_float", "to_json"]
 
 SEED_WARNING = ("privot: --seed given: noise comes from a seeded generator; the output is "
                 "reproducible and NOT fit for publication")
@@ -59,6 +60,36 @@ def add_engine_arguments(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument("--memory-limit", default=None, metavar="SIZE",
                         help="DuckDB memory limit such as 4GB; past it, aggregates spill "
                              "to a temporary folder (default: DuckDB's, 80%% of the RAM)")
+
+
+def add_point_table_arguments(parser: argparse.ArgumentParser) -> None:
+    """The columns of a table of user points (``--user-column``, ``--x-column``,
+    ``--y-column``) and how to read a text file (``--names``, ``--sep``)."""
+    parser.add_argument("--user-column", default="user_id", help="default: %(default)s")
+    parser.add_argument("--x-column", default="longitude", help="default: %(default)s")
+    parser.add_argument("--y-column", default="latitude", help="default: %(default)s")
+    add_text_file_arguments(parser, names_help=(
+        "column names of a header-less text file, comma-separated "
+        "(Gowalla: user_id,time,latitude,longitude,location_id)"))
+
+
+def add_text_file_arguments(parser: argparse.ArgumentParser, *,
+                            names_help: str | None = None) -> None:
+    """``--names`` (header-less text files; only when ``names_help`` is given) and
+    ``--sep``."""
+    if names_help is not None:
+        parser.add_argument("--names", default=None, metavar="A,B,...", help=names_help)
+    parser.add_argument("--sep", default=None,
+                        help="text delimiter (default from the suffix)")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--output/-o DIR`` (a new or empty folder) and ``--force``."""
+    parser.add_argument("--output", "-o", default=default, metavar="DIR",
+                        help="output folder, new or empty (default: %(default)s)")
+    parser.add_argument("--force", action="store_true",
+                        help="write into an existing non-empty output folder, replacing "
+                             "the files privot writes there")
 
 
 def engine_from_args(args: argparse.Namespace) -> Any:

@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from privot.cli._common import (
     add_engine_arguments,
+    add_output_arguments,
     add_seed_argument,
+    add_text_file_arguments,
     engine_from_args,
     positive_float,
     rng_from_args,
@@ -114,12 +116,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plot-data", action="store_true",
                    help="also draw the raw rows under the support, into curator-data.png "
                         "(curator-only: never publish; duckdb engine, 2-D data)")
-    p.add_argument("--sep", default=None, help="text delimiter (default from the suffix)")
-    p.add_argument("--output", "-o", default="privot-barycenter", metavar="DIR",
-                   help="output folder, new or empty (default: %(default)s)")
-    p.add_argument("--force", action="store_true",
-                   help="write into an existing non-empty output folder, replacing the "
-                        "files privot writes there")
+    add_text_file_arguments(p)
+    add_output_arguments(p, "privot-barycenter")
     add_seed_argument(p)
     p.set_defaults(handler=_run)
 

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING
 
 from privot.cli._common import (
     add_engine_arguments,
+    add_output_arguments,
+    add_point_table_arguments,
     add_seed_argument,
     engine_from_args,
     positive_float,
@@ -102,16 +104,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="wpm-entropic iterations, fixed (default: %(default)s)")
     add_engine_arguments(p, "where the per-user distributions are computed: duckdb "
                             "(embedded; 'local' is accepted as an alias) or spark")
-    p.add_argument("--user-column", default="user_id", help="default: %(default)s")
-    p.add_argument("--x-column", default="longitude", help="default: %(default)s")
-    p.add_argument("--y-column", default="latitude", help="default: %(default)s")
-    p.add_argument("--names", default=None, metavar="A,B,...",
-                   help="column names of a header-less text file, comma-separated")
-    p.add_argument("--sep", default=None, help="text delimiter (default from the suffix)")
-    p.add_argument("--output", "-o", default="privot-sample", metavar="DIR",
-                   help="output folder, new or empty (default: %(default)s)")
-    p.add_argument("--force", action="store_true",
-                   help="write into an existing non-empty output folder")
+    add_point_table_arguments(p)
+    add_output_arguments(p, "privot-sample")
     add_seed_argument(p)
     p.set_defaults(handler=_run)
 
