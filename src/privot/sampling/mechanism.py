@@ -142,6 +142,14 @@ class SamplingMechanism:
                 "relation": "local (any two inputs of one user)"}
 
 
+def _first_dirac(k: int) -> np.ndarray:
+    """``(1, k)``: the Dirac at input 0, to read a baseline's base measure (it does not
+    depend on the input)."""
+    row = np.zeros((1, k))
+    row[0, 0] = 1.0
+    return row
+
+
 def _fallback(base_measure: np.ndarray) -> np.ndarray:
     """``m / sum(m)``: in :math:`Q_{m,\\varepsilon}` whenever it is non-empty."""
     return base_measure / base_measure.sum()
@@ -286,7 +294,7 @@ class GenreKLProjection(SamplingMechanism):
         self.epsilon = check_epsilon(epsilon)
         self.input_groups, self.output_groups, self.n_groups = (
             input_groups, output_groups, n_groups)
-        probe = kpm_genre(np.eye(np.shape(input_groups)[0])[:1],
+        probe = kpm_genre(_first_dirac(np.shape(input_groups)[0]),
                           input_groups=input_groups, output_groups=output_groups,
                           epsilon=self.epsilon, n_groups=n_groups)
         self.base_measure = np.asarray(probe.base_measure, dtype=np.float64)
@@ -324,7 +332,7 @@ class ExponentialMechanism(SamplingMechanism):
         else:
             self.cost = check_cost(cost)
             self.k, self.k_v = self.cost.shape
-        self.base_measure = np.asarray(self._run(np.eye(self.k)[:1]).base_measure)
+        self.base_measure = np.asarray(self._run(_first_dirac(self.k)).base_measure)
 
     def _run(self, rows: np.ndarray) -> Any:
         if self.utility == "mean-cost":
