@@ -80,7 +80,10 @@ count (up to float rounding), so one sample from it is :math:`\\varepsilon`-LDP
 
 from __future__ import annotations
 
+import math
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -95,13 +98,18 @@ from privot.sampling._checks import (
     check_order,
     check_regularization,
 )
-from privot.sampling.polytope import polytope_bounds, project_log
+from privot.sampling.polytope import SUM_ATOL, polytope_bounds, project_log
 
 __all__ = [
     "BAND",
+    "ENTROPIC_KERNELS",
+    "ENTROPIC_METHODS",
     "MAX_BAND_PAIRS",
     "MEMORY_BUDGET",
-    "ENTROPIC_METHODS",
+    "NEWTON_ROUNDS",
+    "SCALING_CHUNK",
+    "SCALING_MAX_LOG_RANGE",
+    "SEPARABLE_RTOL",
     "WPMEntropicResult",
     "wpm_entropic",
 ]
@@ -116,7 +124,24 @@ MAX_BAND_PAIRS = 24
 #: Bytes of temporaries one chunk of users may use (``"direct"``: the (c, k, k_v) block).
 MEMORY_BUDGET = 256 * 2**20
 
-ENTROPIC_METHODS = ("auto", "banded", "direct")
+#: The scaling domain is used when its a-priori bound on the logarithms of every
+#: iterate, :math:`2R + 2\\varepsilon + \\log(k\\,k_v\\,\\rho)`, is at most this
+#: (float64 normals reach :math:`e^{\\pm 708}`; module docstring).
+SCALING_MAX_LOG_RANGE = 680.0
+
+#: Users per chunk in the scaling domain (a chunk's iterates stay in the CPU caches).
+SCALING_CHUNK = 256
+
+#: Safeguarded Newton rounds of the warm-started projection before the exact sorted
+#: solve (:func:`~privot.sampling.polytope.project_log`) takes the rows left.
+NEWTON_ROUNDS = 10
+
+#: ``kernel="auto"`` uses a separable kernel when ``C = A (+) B`` holds to this
+#: relative tolerance (times ``max C``).
+SEPARABLE_RTOL = 1e-12
+
+ENTROPIC_METHODS = ("auto", "scaling", "banded", "direct")
+ENTROPIC_KERNELS = ("auto", "dense", "separable")
 
 _POLICIES = ("raise", "warn", "ignore")
 
@@ -153,9 +178,12 @@ class WPMEntropicResult:
     p : float
         The order used for ``error_bound``.
     method : str
-        The kernel products actually used: ``"banded"``, ``"direct"`` or
-        ``"banded+direct"`` (``"auto"`` falls back per product when a vector's dynamic
-        range needs more than :data:`MAX_BAND_PAIRS` band pairs).
+        The kernel products actually used, ``"+"``-joined when chunks differed:
+        ``"scaling"`` (dense kernel, linear scale), ``"scaling-separable"``,
+        ``"banded"`` or ``"direct"`` (log domain; ``"auto"`` falls back per product
+        when a vector's dynamic range needs more than :data:`MAX_BAND_PAIRS` band
+        pairs, and a scaling chunk that meets a non-finite value is redone in the log
+        domain).
     """
 
     nu: np.ndarray
@@ -172,11 +200,12 @@ class WPMEntropicResult:
 
 def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float, *,
                  lam: float, p: float = 1.0, max_iter: int = 1000, tol: float = 1e-9,
-                 method: Literal["auto", "banded", "direct"] = "auto",
+                 method: Literal["auto", "scaling", "banded", "direct"] = "auto",
                  chunk_size: int | None = None,
                  on_nonconvergence: Literal["raise", "warn", "ignore"] = "warn",
-                 ) -> WPMEntropicResult:
-    """Entropic WPM by Algorithm 1 in the log domain, for many users at once.
+                 kernel: Literal["auto", "dense", "separable"] = "auto",
+                 n_jobs: int = 1) -> WPMEntropicResult:
+    """Entropic WPM by Algorithm 1, for many users at once.
 
     .. math::
 
@@ -204,15 +233,34 @@ def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float,
         Iterations of Algorithm 1 per user.
     tol : float, default 1e-9
         Stop a user once the L1 row-marginal error of its plan is ``<= tol``; ``0``
-        runs exactly ``max_iter`` iterations for every user (data-independent work).
-    method : {"auto", "banded", "direct"}, default "auto"
-        How the batched log-sum-exp products are computed (module docstring).
+        runs exactly ``max_iter`` iterations for every user (data-independent count).
+    method : {"auto", "scaling", "banded", "direct"}, default "auto"
+        Domain of the iterates and kernel products (module docstring): ``"scaling"``
+        (linear scale, plain matrix products; only where the a-priori range bound
+        :data:`SCALING_MAX_LOG_RANGE` holds, else ``InvalidParameterError``),
+        ``"banded"`` or ``"direct"`` (log domain); ``"auto"``: scaling where the bound
+        holds, else banded (direct above :data:`MAX_BAND_PAIRS` band pairs).
     chunk_size : int, optional
-        Users per chunk (default: from :data:`MEMORY_BUDGET`).
+        Users per chunk (default :data:`SCALING_CHUNK` in the scaling domain, else from
+        :data:`MEMORY_BUDGET`).
     on_nonconvergence : {"raise", "warn", "ignore"}, default "warn"
         What to do when some user does not reach ``tol`` (``nu`` is still in the
         polytope): raise :class:`~privot.errors.ConvergenceError`, emit a
         ``RuntimeWarning``, or nothing. Ignored when ``tol == 0``.
+    kernel : {"auto", "dense", "separable"}, default "auto"
+        ``"separable"``: the cost is a sum over two grid coordinates,
+        :math:`C_{(a,b),(c,d)} = A_{ac} + B_{bd}` with inputs and outputs in row-major
+        grid order (e.g. ``cost_matrix`` with ``"sqeuclidean"``, ``"cityblock"`` or
+        Euclidean ``p = 2`` on a regular grid), so :math:`K = K_A \\otimes K_B` and
+        each product is two small ones (scaling domain only; ``InvalidParameterError``
+        when the cost is not of that form or the scaling bound fails). ``"auto"``:
+        separable when detected (to :data:`SEPARABLE_RTOL`) and at least 4x fewer
+        flops, in the scaling domain. ``"dense"``: never.
+    n_jobs : int, default 1
+        Worker threads, one chunk of users each (numpy and BLAS release the GIL; each
+        user's result does not depend on it). With ``n_jobs > 1`` limit the BLAS
+        library to one thread (e.g. ``OPENBLAS_NUM_THREADS=1``) to avoid
+        oversubscription.
 
     Returns
     -------
@@ -224,7 +272,8 @@ def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float,
         Bad ``mu``, ``cost`` or ``base_measure`` (shape, sign, sums, non-finite).
     InvalidParameterError
         ``epsilon``, ``lam`` or ``tol`` out of range, ``p < 1``, an empty polytope,
-        an unknown ``method``/``on_nonconvergence``, ``cost / lam`` overflowing.
+        an unknown ``method``/``kernel``/``on_nonconvergence``, ``cost / lam``
+        overflowing, ``"scaling"``/``"separable"`` where they do not apply.
     ConvergenceError
         A non-finite iterate (a loud guard), or no convergence with ``"raise"``.
     """
@@ -239,25 +288,131 @@ def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float,
     tolerance = check_nonnegative(tol, "tol")
     if method not in ENTROPIC_METHODS:
         raise InvalidParameterError("method", method, f"one of {ENTROPIC_METHODS}")
+    if kernel not in ENTROPIC_KERNELS:
+        raise InvalidParameterError("kernel", kernel, f"one of {ENTROPIC_KERNELS}")
     if on_nonconvergence not in _POLICIES:
         raise InvalidParameterError("on_nonconvergence", on_nonconvergence,
                                     f"one of {_POLICIES}")
-    cols = np.flatnonzero(m > 0)  # nu_j = 0 is forced where m_j = 0
+    positive = np.flatnonzero(m > 0)  # nu_j = 0 is forced where m_j = 0
     with np.errstate(over="ignore"):
-        g = -c[:, cols] / reg
-    if not np.all(np.isfinite(g)):
+        finite = np.all(np.isfinite(c[:, positive] / reg))
+    if not finite:
         raise InvalidParameterError(
             "lam", lam, f"a value for which cost / lam is finite (max cost {float(c.max())!r})")
-    kernels = _Kernels(g, c[:, cols], method)
+    kernels = _plan(c, m, lower, upper, reg, float(epsilon), method, kernel)
     chunk = (check_int(chunk_size, "chunk_size", minimum=1) if chunk_size is not None
-             else _default_chunk(k, cols.size))
-    out = _Output(rows.shape[0], cols.size)
-    for start in range(0, rows.shape[0], chunk):
+             else SCALING_CHUNK if kernels.scaling else _default_chunk(k, kernels.cols.size))
+    jobs = check_int(n_jobs, "n_jobs", minimum=1)
+    lo, hi = lower[kernels.cols], upper[kernels.cols]
+    out = _Output(rows.shape[0], kernels.cols.size)
+
+    def solve(start: int) -> None:
         stop = min(start + chunk, rows.shape[0])
-        _solve_chunk(rows[start:stop], np.arange(start, stop), kernels, lower[cols],
-                     upper[cols], it_max, tolerance, out)
-    used = "+".join(sorted(kernels.used)) or kernels.method
-    return _result(out, rows, m, cols, reg, order, tolerance, used, single, on_nonconvergence)
+        block, idx = rows[start:stop], np.arange(start, stop)
+        if kernels.scaling:
+            try:
+                _solve_chunk_scaling(block, idx, kernels, lo, hi, it_max, tolerance, out)
+                return
+            except _ScalingFailure:  # excluded by the a-priori bound: redo in the log domain
+                kernels.used.add(kernels.log_method)
+        _solve_chunk(block, idx, kernels, lo, hi, it_max, tolerance, out)
+
+    starts = range(0, rows.shape[0], chunk)
+    if jobs > 1 and len(starts) > 1:  # chunks are independent; numpy and BLAS drop the GIL
+        with ThreadPoolExecutor(max_workers=min(jobs, len(starts))) as pool:
+            for _ in pool.map(solve, starts):
+                pass
+    else:
+        for start in starts:
+            solve(start)
+    used = "+".join(sorted(kernels.used)) or kernels.name
+    return _result(out, rows, m, kernels.cols, reg, order, tolerance, used, single,
+                   on_nonconvergence)
+
+
+# ----------------------------------------------------------------------------- planning
+
+def _plan(c: np.ndarray, m: np.ndarray, lower: np.ndarray, upper: np.ndarray, reg: float,
+          eps: float, method: str, kernel: str) -> _Kernels:
+    """Choose the domain (scaling or log) and the kernel (dense or separable)."""
+    positive = np.flatnonzero(m > 0)
+    obstacle = _scaling_obstacle(c[:, positive], m[positive], lower, upper, reg, eps)
+    scaling = method in ("auto", "scaling") and obstacle is None
+    if method == "scaling" and not scaling:
+        raise InvalidParameterError("method", method, f"'auto', 'banded' or 'direct' here: "
+                                    f"the scaling domain needs {obstacle}")
+    factors = None
+    if scaling and kernel != "dense":
+        factors = _separable_factors(c, dense_cols=positive.size if kernel == "auto"
+                                     else None)
+        if factors is not None and _scaling_obstacle(c, m[positive], lower, upper, reg,
+                                                     eps) is not None:
+            factors = None  # the columns with m_j = 0 would widen the range
+    if kernel == "separable" and factors is None:
+        why = (f"the scaling domain, which needs {obstacle}" if obstacle is not None
+               else "the scaling domain (method 'auto' or 'scaling')" if not scaling
+               else "a cost C[(a,b),(c,d)] = A[a,c] + B[b,d] on grids in row-major order")
+        raise InvalidParameterError("kernel", kernel, f"'auto' or 'dense' here: 'separable' "
+                                    f"needs {why}")
+    cols = np.arange(c.shape[1]) if factors is not None else positive
+    log_method = "direct" if method == "direct" else "banded"
+    return _Kernels(c[:, cols], cols, reg, scaling, factors, log_method,
+                    auto=method in ("auto", "scaling"))
+
+
+def _scaling_obstacle(c: np.ndarray, m_pos: np.ndarray, lower: np.ndarray,
+                      upper: np.ndarray, reg: float, eps: float) -> str | None:
+    """Why the linear-scale iteration could leave the float64 range (None: it cannot).
+
+    With :math:`K = e^{-(C - \\min C)/\\lambda} \\in [e^{-R}, 1]`, every iterate's
+    logarithm stays within :math:`\\pm(2R + 2\\varepsilon + \\log(k k_v \\rho))`,
+    :math:`\\rho = \\max m / \\min_{m_j > 0} m_j` (module docstring), provided the
+    polytope is not a single point (:math:`\\sum\\ell < 1 < \\sum u`).
+    """
+    if not (lower.sum() < 1.0 < upper.sum()):
+        return "a polytope with sum(lower) < 1 < sum(upper)"
+    span = (float(c.max()) - float(c.min())) / reg
+    rho = float(m_pos.max() / m_pos.min())
+    bound = 2.0 * span + 2.0 * eps + math.log(c.shape[0] * c.shape[1] * rho)
+    if not bound <= SCALING_MAX_LOG_RANGE:
+        return (f"2 (max C - min C) / lam + 2 eps + log(k k_v max m / min m) <= "
+                f"{SCALING_MAX_LOG_RANGE:g}, got {bound:.4g}")
+    return None
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(2, n // 2 + 1) if n % d == 0]
+
+
+def _separable_factors(c: np.ndarray, *, dense_cols: int | None = -1
+                       ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(A, B)`` with ``C.reshape(k1, k2, m1, m2) = A[:, None, :, None] + B[None, :, None]``.
+
+    Tries the factorisations ``k = k1 k2``, ``k_v = m1 m2`` (all with ``dense_cols=None``;
+    else those whose two small products need at most a quarter of the flops of the dense
+    products over ``dense_cols`` output columns, default ``k_v``), the cheapest first; a
+    candidate must match ``C`` to :data:`SEPARABLE_RTOL` ``* max C`` on every entry.
+    """
+    k, k_v = c.shape
+    budget = None if dense_cols is None else 2 * k * (k_v if dense_cols < 0 else dense_cols)
+    tol = SEPARABLE_RTOL * max(float(np.max(np.abs(c))), np.finfo(float).tiny)
+    candidates = []
+    for k1 in _divisors(k):
+        k2 = k // k1
+        for m1 in _divisors(k_v):
+            m2 = k_v // m1
+            flops = m1 * m2 * k2 + k1 * m1 * k2 + k1 * k2 * m2 + k1 * m1 * m2
+            if budget is None or 4 * flops <= budget:
+                candidates.append((flops, k1, k2, m1, m2))
+    for _, k1, k2, m1, m2 in sorted(candidates):
+        c4 = c.reshape(k1, k2, m1, m2)
+        a = c4[:, 0, :, 0]
+        b = c4[0, :, 0, :] - c4[0, 0, 0, 0]
+        if np.max(np.abs(c4[:, 1, :, 1] - a - b[1, 1])) > tol:  # cheap rejection
+            continue
+        if np.max(np.abs(c4 - a[:, None, :, None] - b[None, :, None, :])) <= tol:
+            return a, b
+    return None
 
 
 # ----------------------------------------------------------------------------- products
@@ -279,31 +434,101 @@ class _Banded:
 
 
 class _Kernels:
-    """The log-kernels of one solve, :math:`G = -C/\\lambda` and :math:`G + \\log C`,
-    applied to many users' log-vectors at once."""
+    """The kernel of one solve, :math:`K = e^{-C/\\lambda}` (and :math:`K \\odot C` for the
+    cost), applied to many users' vectors at once: in linear scale (``linear=True``,
+    :math:`K` scaled by :math:`e^{\\min C/\\lambda}`, dense or as the Kronecker product
+    of two factors) or to logarithms (log-sum-exp by banded GEMMs or directly)."""
 
-    def __init__(self, g: np.ndarray, c: np.ndarray, method: str) -> None:
-        self.g = g
-        with np.errstate(divide="ignore"):
-            self.g_cost = g + np.log(c)  # -inf where C = 0: no contribution to the cost
-        self.banded = _Banded(g)
-        self.banded_cost = _Banded(self.g_cost)
-        self.max_pairs = MAX_BAND_PAIRS if method == "auto" else 10**9
-        self.method = "direct" if method == "direct" or (
-            method == "auto" and len(self.banded.bands) > MAX_BAND_PAIRS) else "banded"
+    def __init__(self, c: np.ndarray, cols: np.ndarray, reg: float, scaling: bool,
+                 factors: tuple[np.ndarray, np.ndarray] | None, log_method: str,
+                 auto: bool) -> None:
+        self.c, self.cols, self.reg = c, cols, reg
+        self.scaling = scaling
+        self.log_method = log_method
+        self.max_pairs = MAX_BAND_PAIRS if auto else 10**9
         self.used: set[str] = set()
+        self._log_ready = False
+        self._lock = threading.Lock()
+        if not scaling:
+            self.name = log_method
+            self._build_log()
+        elif factors is None:
+            self.name = "scaling"
+            self.separable = False
+            with np.errstate(under="ignore"):
+                self.k_lin = np.exp(-(c - c.min()) / reg)
+            self.kc_lin = self.k_lin * c
+        else:
+            self.name = "scaling-separable"
+            self.separable = True
+            a, b = factors
+            with np.errstate(under="ignore"):
+                self.kx = np.exp(-(a - a.min()) / reg)  # (k1, m1)
+                self.ky = np.exp(-(b - b.min()) / reg)  # (k2, m2)
+            self.kxa, self.kyb = self.kx * a, self.ky * b
+            self.shape = (a.shape[0], b.shape[0], a.shape[1], b.shape[1])  # k1 k2 m1 m2
 
-    def apply(self, log_x: np.ndarray, *, transpose: bool, cost: bool = False) -> np.ndarray:
-        """``LSE_j(log_x[:, j] + G[j, :])`` for each row (``G^T`` when ``transpose``)."""
+    def _prepare_log(self) -> None:
+        if self._log_ready:
+            return
+        with self._lock:
+            if not self._log_ready:
+                self._build_log()
+
+    def _build_log(self) -> None:
+        with np.errstate(over="ignore"):
+            self.g = -self.c / self.reg
+        with np.errstate(divide="ignore"):
+            self.g_cost = self.g + np.log(self.c)  # -inf where C = 0: no cost contribution
+        self.banded = _Banded(self.g)
+        self.banded_cost = _Banded(self.g_cost)
+        self.method = "direct" if self.log_method == "direct" or (
+            self.max_pairs == MAX_BAND_PAIRS
+            and len(self.banded.bands) > MAX_BAND_PAIRS) else "banded"
+        self._log_ready = True
+
+    def apply(self, x: np.ndarray, *, transpose: bool, cost: bool = False,
+              linear: bool = False) -> np.ndarray:
+        """Rows of ``x`` times :math:`K^T` (``transpose``: :math:`(Kx)_i`) or :math:`K`
+        (:math:`(K^T x)_j`); ``cost``: :math:`K \\odot C` instead. Linear scale with
+        ``linear``, else on logarithms: ``LSE_j(x[:, j] + G[j, :])`` (``G^T`` when
+        ``transpose``)."""
+        if linear:
+            self.used.add(self.name)
+            if self.separable:
+                return self._separable_product(x, transpose, cost)
+            kern = self.kc_lin if cost else self.k_lin
+            return x @ (kern.T if transpose else kern)
+        self._prepare_log()
         if self.method == "banded":
-            out = _banded_lse(log_x, self.banded_cost if cost else self.banded, transpose,
+            out = _banded_lse(x, self.banded_cost if cost else self.banded, transpose,
                               self.max_pairs)
             if out is not None:
                 self.used.add("banded")
                 return out
         g = self.g_cost if cost else self.g
         self.used.add("direct")
-        return _direct_lse(log_x, g.T if transpose else g)
+        return _direct_lse(x, g.T if transpose else g)
+
+    def _separable_product(self, x: np.ndarray, transpose: bool, cost: bool) -> np.ndarray:
+        """:math:`(K_A \\otimes K_B)` products as two small GEMMs (Kronecker identity)."""
+        k1, k2, m1, m2 = self.shape
+        n = x.shape[0]
+        if transpose:  # out[n, a, b] = sum_{c, d} KA[a, c] KB[b, d] x[n, c, d]
+            flat = x.reshape(n * m1, m2)
+            first = (flat @ self.ky.T).reshape(n, m1, k2)
+            if not cost:
+                return np.matmul(self.kx, first).reshape(n, k1 * k2)
+            out = np.matmul(self.kxa, first)  # (KA o A) (x) KB + KA (x) (KB o B)
+            out += np.matmul(self.kx, (flat @ self.kyb.T).reshape(n, m1, k2))
+            return out.reshape(n, k1 * k2)
+        flat = x.reshape(n * k1, k2)  # out[n, c, d] = sum_{a, b} KA[a, c] KB[b, d] x[n, a, b]
+        first = (flat @ self.ky).reshape(n, k1, m2)
+        if not cost:
+            return np.matmul(self.kx.T, first).reshape(n, m1 * m2)
+        out = np.matmul(self.kxa.T, first)
+        out += np.matmul(self.kx.T, (flat @ self.kyb).reshape(n, k1, m2))
+        return out.reshape(n, m1 * m2)
 
 
 def _banded_lse(log_x: np.ndarray, banded: _Banded, transpose: bool,
@@ -379,7 +604,7 @@ def _direct_lse(log_x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- Algorithm 1
 
 class _Output:
-    """Per-user results, filled chunk by chunk (over the outputs with ``m_j > 0``)."""
+    """Per-user results, filled chunk by chunk (over the kernel's output columns)."""
 
     def __init__(self, n: int, k_v: int) -> None:
         self.nu = np.zeros((n, k_v))
@@ -411,17 +636,18 @@ def _row_error(mu: np.ndarray, log_u_prev: np.ndarray, log_u: np.ndarray) -> np.
 
 def _solve_chunk(mu: np.ndarray, idx: np.ndarray, kernels: _Kernels, lower: np.ndarray,
                  upper: np.ndarray, max_iter: int, tol: float, out: _Output) -> None:
-    """Algorithm 1 for one chunk of users, each stopped on its own criterion."""
+    """Algorithm 1 in the log domain for one chunk, each user stopped on its own."""
     with np.errstate(divide="ignore"):
         log_mu = np.log(mu)
     active = np.arange(mu.shape[0])
-    log_v = np.zeros((mu.shape[0], lower.size))  # l. 3: v^(0) = 1
+    with np.errstate(divide="ignore"):
+        log_v = np.broadcast_to(np.log(upper > 0), (mu.shape[0], lower.size)).copy()  # l. 3
     log_q = log_u_prev = theta = None
     for it in range(1, max_iter + 2):
         log_kv = kernels.apply(log_v, transpose=True)  # log (K v)
         _check_finite(log_kv, "K v", it)
         log_u = log_mu[active] - log_kv  # l. 6
-        if log_u_prev is not None:
+        if log_u_prev is not None and (tol > 0 or it > max_iter):
             err = _row_error(mu[active], log_u_prev, log_u)
             done = (err <= tol) if tol > 0 else np.zeros(active.size, dtype=bool)
             if it > max_iter:
@@ -437,7 +663,8 @@ def _solve_chunk(mu: np.ndarray, idx: np.ndarray, kernels: _Kernels, lower: np.n
         log_s = kernels.apply(log_u, transpose=False)  # l. 7: log (K^T u)
         _check_finite(log_s, "K^T u", it)
         log_q, theta = project_log(log_s, lower, upper, theta)  # l. 8, warm-started
-        log_v = log_q - log_s  # l. 9
+        with np.errstate(invalid="ignore"):  # -inf - finite; m_j = 0 gives -inf, not NaN
+            log_v = np.where(upper > 0, log_q - log_s, -np.inf)  # l. 9
         log_u_prev = log_u
 
 
@@ -454,12 +681,205 @@ def _finish(out: _Output, rows: np.ndarray, log_q: np.ndarray, log_u: np.ndarray
     out.converged[rows] = converged
 
 
+# ----------------------------------------------------------------------------- scaling domain
+
+class _ScalingFailure(Exception):
+    """A linear-scale iterate left the float range (excluded by the a-priori bound)."""
+
+
+def _solve_chunk_scaling(mu: np.ndarray, idx: np.ndarray, kernels: _Kernels,
+                         lower: np.ndarray, upper: np.ndarray, max_iter: int, tol: float,
+                         out: _Output) -> None:
+    """Algorithm 1 in linear scale for one chunk, each user stopped on its own.
+
+    Keeps ``v = q / z`` with ``z = e^theta s`` (the projection's own scaling), so the
+    plan after l. 9 is :math:`\\operatorname{diag}(e^\\theta u) K \\operatorname{diag}(v)`:
+    its columns sum to ``q``, its rows to :math:`e^\\theta u \\odot K v`.
+    """
+    active = np.arange(mu.shape[0])
+    mu_a = mu
+    v = np.broadcast_to((upper > 0).astype(float), (mu.shape[0], lower.size)).copy()  # l. 3
+    proj = _ScaledProjection(lower, upper)
+    q = u_prev = None
+    for it in range(1, max_iter + 2):
+        kv = kernels.apply(v, transpose=True, linear=True)  # K v
+        if u_prev is not None and (tol > 0 or it > max_iter):
+            plan_u = u_prev * proj.t[:, None]
+            row = plan_u * kv  # the plan's row sums
+            np.subtract(mu_a, row, out=row)
+            err = np.abs(row, out=row).sum(axis=1)
+            if not np.all(np.isfinite(err)):
+                raise _ScalingFailure
+            done = (err <= tol) if tol > 0 else np.zeros(active.size, dtype=bool)
+            if it > max_iter:
+                done[:] = True
+            if np.any(done):
+                _finish_scaling(out, idx[active[done]], q[done], plan_u[done], v[done],
+                                err[done], it - 1, err[done] <= tol if tol > 0 else False,
+                                kernels)
+                keep = ~done
+                active, mu_a, kv, v = active[keep], mu_a[keep], kv[keep], v[keep]
+                proj.keep(keep)
+                if not active.size:
+                    return
+        u = np.divide(mu_a, kv, out=kv)  # l. 6
+        s = kernels.apply(u, transpose=False, linear=True)  # l. 7
+        q, z = proj(s)  # l. 8
+        v = np.divide(q, z, out=z)  # l. 9, divided by e^theta
+        u_prev = u
+
+
+def _finish_scaling(out: _Output, rows: np.ndarray, q: np.ndarray, u: np.ndarray,
+                    v: np.ndarray, err: np.ndarray, n_iter: int, converged,
+                    kernels: _Kernels) -> None:
+    """Store ``q`` and the cost of the plan ``diag(u) K diag(v)`` (columns sum to ``q``)."""
+    kcv = kernels.apply(v, transpose=True, cost=True, linear=True)
+    cost = np.einsum("ij,ij->i", u, kcv)
+    if not np.all(np.isfinite(cost)):
+        raise _ScalingFailure
+    out.cost[rows] = cost
+    out.nu[rows] = q
+    out.error[rows] = err
+    out.n_iter[rows] = n_iter
+    out.converged[rows] = converged
+
+
+class _ScaledProjection:
+    """Exact KL projection of positive rows ``s`` (Lemma 4.2) in linear scale, warm-started.
+
+    Solves :math:`\\psi(t) = \\sum_j \\operatorname{clip}(t s_j, \\ell_j, u_j) = 1`
+    (:math:`t = e^\\theta`). With the statuses of the previous call (the free set
+    :math:`F` and the clipped mass :math:`c = \\sum_{j \\notin F} q_j`) the guess is
+    :math:`t = (1 - c) / \\sum_F s_j`, exact when the statuses still hold; a row is
+    accepted when its clipped vector sums to 1 within
+    :data:`~privot.sampling.polytope.SUM_ATOL` (the criterion of
+    :func:`~privot.sampling.polytope.project_log`). Other rows take safeguarded Newton
+    steps (:math:`\\psi` is linear between breakpoints: :math:`t' = t\\,(1 + (1 -
+    \\psi(t)) / \\sum_{F(t)} t s_j)`, kept inside the bracket of the values seen,
+    geometric mean otherwise); rows still open after :data:`NEWTON_ROUNDS` are solved
+    from sorted breakpoints by ``project_log``. The first call starts from
+    :math:`t = 1/\\sum_j s_j`.
+
+    Calling it returns ``q`` (clipped to the bounds, rows summing to 1 within
+    ``SUM_ATOL``) and ``z = t s``; :attr:`t` holds ``t``.
+    """
+
+    def __init__(self, lower: np.ndarray, upper: np.ndarray) -> None:
+        self.lower, self.upper = lower, upper
+        self.ones = np.ones(lower.size)
+        self.t: np.ndarray | None = None
+        self.free: np.ndarray | None = None  # 1.0 on the free coordinates, else 0.0
+        self.clipped: np.ndarray | None = None
+
+    def keep(self, rows: np.ndarray) -> None:
+        self.t, self.free, self.clipped = self.t[rows], self.free[rows], self.clipped[rows]
+
+    def __call__(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        first = self.t is None
+        if first:
+            t = 1.0 / (s @ self.ones)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                t = (1.0 - self.clipped) / np.einsum("ij,ij->i", s, self.free)
+            bad = ~((t > 0) & np.isfinite(t))
+            if np.any(bad):
+                t[bad] = self.t[bad]
+        z = np.multiply(s, t[:, None])
+        q = self._clip(z)
+        psi = q @ self.ones
+        ok = np.abs(psi - 1.0) <= SUM_ATOL
+        changed = None if first else ~ok  # rows whose statuses moved (None: all)
+        if not np.all(ok):
+            lo = np.zeros(t.size)
+            hi = np.full(t.size, np.inf)
+            rounds = 0
+            while rounds < NEWTON_ROUNDS and 2 * np.count_nonzero(~ok) > ok.size:
+                with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                    t = _newton_step(z, q, psi, t, lo, hi)  # all rows: cheaper than gathering
+                np.multiply(s, t[:, None], out=z)
+                self._clip(z, out=q)
+                psi = q @ self.ones
+                ok = np.abs(psi - 1.0) <= SUM_ATOL
+                rounds += 1
+            if not np.all(ok):
+                rows = np.flatnonzero(~ok)
+                self._repair(s, rows, z, q, psi, t, lo[rows], hi[rows],
+                             NEWTON_ROUNDS - rounds)
+        self.t = t
+        # the statuses (free set, clipped mass) change only where the guess failed
+        if changed is None or 2 * np.count_nonzero(changed) > changed.size:
+            if self.free is None or self.free.shape != z.shape:
+                self.free = np.empty(z.shape)
+            np.equal(q, z, out=self.free)
+            self.clipped = 1.0 - np.einsum("ij,ij->i", z, self.free)
+        elif np.any(changed):
+            rows = np.flatnonzero(changed)
+            free = (q[rows] == z[rows]).astype(float)
+            self.free[rows] = free
+            self.clipped[rows] = 1.0 - np.einsum("ij,ij->i", z[rows], free)
+        return q, z
+
+    def _clip(self, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        q = np.maximum(z, self.lower, out=out)
+        return np.minimum(q, self.upper, out=q)
+
+    def _repair(self, s: np.ndarray, rows: np.ndarray, z: np.ndarray, q: np.ndarray,
+                psi: np.ndarray, t: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                rounds: int) -> None:
+        """Newton rounds, then the sorted solve, for ``rows``; writes ``z, q, t`` there."""
+        zr, qr, sr, psir, tr = z[rows], q[rows], s[rows], psi[rows], t[rows]
+        live = np.ones(rows.size, dtype=bool)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            for _ in range(rounds):
+                tr = np.where(live, _newton_step(zr, qr, psir, tr, lo, hi), tr)
+                zr = sr * tr[:, None]
+                qr = self._clip(zr)
+                psir = qr @ self.ones
+                live = ~(np.abs(psir - 1.0) <= SUM_ATOL)
+                if not live.any():
+                    break
+        z[rows], q[rows], t[rows] = zr, qr, tr
+        if not live.any():
+            return
+        rows, sr, tr = rows[live], sr[live], tr[live]  # the sorted solve, rarely
+        if not (np.all(np.isfinite(sr)) and np.all(sr > 0) and np.all(np.isfinite(tr))
+                and np.all(tr > 0)):
+            raise _ScalingFailure
+        try:
+            log_q, theta = project_log(np.log(sr), self.lower, self.upper, np.log(tr))
+        except (ConvergenceError, ValueError) as exc:  # not for positive finite rows
+            raise _ScalingFailure from exc
+        tr = np.exp(theta)
+        if not (np.all(np.isfinite(tr)) and np.all(tr > 0)):
+            raise _ScalingFailure
+        z[rows] = sr * tr[:, None]
+        q[rows] = np.clip(np.exp(log_q), self.lower, self.upper)
+        t[rows] = tr
+
+
+def _newton_step(z: np.ndarray, q: np.ndarray, psi: np.ndarray, t: np.ndarray,
+                 lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Next ``t`` from ``z = t s``, ``q = clip(z)`` and ``psi = sum q``; narrows the
+    bracket ``[lo, hi]`` in place (``psi`` is non-decreasing in ``t``). Callers
+    silence the float warnings (no free coordinate: a 0 division, then a bracket step)."""
+    below = psi < 1.0
+    np.copyto(lo, t, where=below & (t > lo))
+    np.copyto(hi, t, where=~below & (t < hi))
+    step = t + t * (1.0 - psi) / np.sum(z, axis=1, where=q == z)  # free coordinates
+    inside = (step > lo) & (step < hi)  # False for NaN
+    if inside.all():
+        return step
+    mid = np.where(np.isfinite(hi) & (lo > 0), np.sqrt(lo * hi),
+                   np.where(below, 2.0 * t, 0.5 * t))
+    return np.where(inside, step, mid)
+
+
 def _result(out: _Output, mu: np.ndarray, m: np.ndarray, cols: np.ndarray, lam: float,
             p: float, tol: float, method: str, single: bool, policy: str
             ) -> WPMEntropicResult:
     nu = np.zeros((mu.shape[0], m.size))
     nu[:, cols] = out.nu
-    n_support = np.count_nonzero(mu > 0, axis=1) * cols.size
+    n_support = np.count_nonzero(mu > 0, axis=1) * np.count_nonzero(m > 0)
     cost_bound = lam * np.log(n_support)  # Prop. 4.1 (App. K: N entries, entropy >= -log N)
     error_bound = cost_bound ** (1.0 / p)
     if tol > 0 and not np.all(out.converged):
