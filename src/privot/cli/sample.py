@@ -101,7 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="order of the Wasserstein distance, >= 1 (default: %(default)s)")
     p.add_argument("--lam", type=positive_float, default=None,
                    help="wpm-entropic regularisation (default: 0.01 x the largest cost)")
-    p.add_argument("--n-iter", type=int, default=200,
+    p.add_argument("--n-iter", type=int, default=40,
                    help="wpm-entropic iterations, fixed (default: %(default)s)")
     add_engine_arguments(p, "where the per-user distributions are computed: duckdb "
                             "(embedded; 'local' is accepted as an alias) or spark")
