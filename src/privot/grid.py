@@ -161,6 +161,12 @@ class Grid:
         ys = y0 + i * self.cell_height
         return np.meshgrid(xs, ys)
 
+    def cell_centre_points(self) -> np.ndarray:
+        """``(Delta^2, 2)``: the ``(x, y)`` of every cell centre in flat order
+        (``row * Delta + col``), the public points of a grid's cells."""
+        xs, ys = self.cell_centres()
+        return np.column_stack([xs.ravel(), ys.ravel()])
+
     def covered_mask(self) -> np.ndarray:
         """``(Delta, Delta)`` bool: cells that intersect the bounds rectangle (all of them
         for ``aspect="stretch"``; with ``"square"`` the cells past the short side are

@@ -101,6 +101,21 @@ def test_release_path_is_total_when_the_solver_fails(monkeypatch):
     assert np.all(in_polytope(nu, mech.base_measure, 1.0))
 
 
+def test_release_path_is_total_when_the_entropic_solver_fails(monkeypatch):
+    mech = make_mechanism("wpm-entropic", points=GRID, epsilon=1.0)
+
+    def broken(*args, **kwargs):
+        from privot.errors import ConvergenceError
+
+        raise ConvergenceError("non-finite iterates")
+
+    monkeypatch.setattr(mechanism_module, "wpm_entropic", broken)
+    nu = mech.privatize(_mu(4))
+    np.testing.assert_allclose(nu, np.tile(mech.base_measure / mech.base_measure.sum(),
+                                           (4, 1)))
+    assert np.all(in_polytope(nu, mech.base_measure, 1.0))
+
+
 def test_sample_charges_once_and_is_reproducible_with_a_seed():
     mech = make_mechanism("wpm", points=GRID, epsilon=1.0)
     acc = PrivacyAccountant(1.0)

@@ -13,6 +13,13 @@ publishable (the public parameters and the noisy release only)
 
 curator-only (exact statistics of the raw data: never publish)
     * ``curator-report.json`` -- points read, dropped, users, timings, data warnings.
+
+Privacy
+-------
+Unit: one user (all of that user's rows). Relation: add/remove one user. Sensitivity:
+every user's distribution has L1 mass 0 or 1, so each pyramid level has L1 sensitivity
+1. Guarantee: pure ``--epsilon``-DP, split over the levels by basic composition
+(``docs/privacy/heatmaps.md``). The grid comes from ``--bounds``/``--resolution`` only.
 """
 
 from __future__ import annotations

@@ -22,6 +22,16 @@ curator-only (never publish)
 In the local model the set of participating users is not hidden (each sends a report):
 the number of samples is public by assumption; each user's points are what is
 protected (unit: one user's whole distribution; relation: any two inputs of a user).
+
+Privacy
+-------
+Unit: one user's whole distribution over the grid. Relation: local (any two inputs of
+one user). Sensitivity: none needed; each user's law lies in the LDP polytope of a
+public base measure (paper 003, Prop. 3.2). Guarantee: pure ``--epsilon``-LDP per user,
+one sample each, drawn exactly from certified integer weights
+(``docs/privacy/sampling.md``, ``docs/privacy/sampling_device.md``). Grid, cost and
+base measure come from ``--bounds`` and ``--resolution`` only, never from the data; the
+release path is total (``privot.sampling.mechanism``).
 """
 
 from __future__ import annotations
@@ -118,7 +128,7 @@ def _run(args: argparse.Namespace) -> int:
     from privot._validation import check_epsilon, check_int
     from privot.grid import Grid
     from privot.sampling import make_mechanism, user_cell_counts
-    from privot.sampling.population import sample_population
+    from privot.sampling.population import estimate_population, sample_population
 
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     check_int(args.n_iter, "--n-iter", minimum=1)
@@ -131,8 +141,7 @@ def _run(args: argparse.Namespace) -> int:
     out.check()  # before the data is read or anything charged
     engine = engine_from_args(args)
     rng = rng_from_args(args)
-    xs, ys = grid.cell_centres()
-    points = np.column_stack([xs.ravel(), ys.ravel()])
+    points = grid.cell_centre_points()
     seconds: dict[str, float] = {}
 
     start = time.perf_counter()
@@ -149,7 +158,10 @@ def _run(args: argparse.Namespace) -> int:
         check_usable(n_rows=counts.n_points, n_unusable=0, n_outside=counts.n_outside,
                      what=str(args.input), outside="outside the bounds or unusable")
         start = time.perf_counter()
-        released = sample_population(counts, mechanism, variant=args.variant, rng=rng)
+        # the linear variant's public channel (k projections): computed once, used twice
+        channel = mechanism.channel() if args.variant == "linear" else None
+        released = sample_population(counts, mechanism, variant=args.variant, rng=rng,
+                                     channel=channel)
         seconds["sample"] = time.perf_counter() - start
 
     # -- publishable: public parameters and the released samples only -----------------
@@ -163,7 +175,7 @@ def _run(args: argparse.Namespace) -> int:
             fh.write(f"{centres[c][0]!r},{centres[c][1]!r},{c}\n")
     np.savetxt(out.public("base_measure.csv"), mechanism.base_measure.reshape(d, d),
                delimiter=",", fmt="%.12g")
-    estimate = _estimate(released, mechanism)
+    estimate = estimate_population(released, mechanism, channel=channel)
     np.savetxt(out.public("estimate.csv"), estimate.reshape(d, d), delimiter=",",
                fmt="%.12g")
     _write_png(out.public("sample.png"), grid, mechanism.base_measure, cells, estimate,
@@ -191,21 +203,6 @@ def _run(args: argparse.Namespace) -> int:
           f"{counts.n_outside} outside the bounds or unusable, {counts.n_users} users",
           file=sys.stderr)
     return 0
-
-
-def _estimate(released, mechanism) -> np.ndarray:
-    """The server's population estimate from the released histogram (post-processing):
-    EM through the public channel for the linear variant, k-RR's debiasing projected
-    onto the simplex, else the histogram itself (the mean of the users' laws)."""
-    from privot.sampling.baselines import krr_estimate
-    from privot.sampling.population import estimate_direct, estimate_linear
-
-    hist = released.counts_per_output()
-    if released.variant == "linear":
-        return estimate_linear(hist, mechanism.channel())
-    if mechanism.name == "krr":
-        return krr_estimate(hist, epsilon=mechanism.epsilon, project=True)
-    return estimate_direct(hist)
 
 
 def _write_png(path: Path, grid, base_measure: np.ndarray, cells: np.ndarray,

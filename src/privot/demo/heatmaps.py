@@ -9,6 +9,13 @@
 For each, the non-private heatmap (for comparison only), the Laplace baseline, its
 top-1% threshold variant and Algorithms 1+2 are drawn side by side (paper 002, Fig. 3)
 at epsilon = 1 and compared with the paper's four metrics.
+
+Privacy
+-------
+Unit: one user (a storm's whole track, a Gowalla user's check-ins); relation: add/remove
+one user; sensitivity 1 per pyramid level (each user's distribution has L1 mass 1);
+guarantee: pure epsilon-DP (``docs/privacy/heatmaps.md``). The non-private heatmap is
+drawn for comparison only: the demo is an evaluation report, not a release.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import numpy as np
 
 from privot.demo._report import DemoContext, Section, new_figure, save_figure
 
-__all__ = ["run", "STORM_BOUNDS", "MANHATTAN_BOUNDS"]
+__all__ = ["run", "STORM_BOUNDS", "MANHATTAN_BOUNDS", "storm_tracks"]
 
 #: Public bounds (lon_min, lon_max, lat_min, lat_max) of the North Atlantic basin.
 STORM_BOUNDS = (-100.0, -10.0, 5.0, 65.0)
@@ -83,13 +90,21 @@ def _case(ctx: DemoContext, name: str, title: str, users: np.ndarray, x: np.ndar
     return numbers, md
 
 
-def run(ctx: DemoContext) -> Section:
-    """Private heatmaps of storm tracks (and of Gowalla check-ins when available)."""
-    from privot.datasets import DataNotFoundError, load_gowalla_nyc, load_storms
-    from privot.heatmaps import Grid
+def storm_tracks() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(user, lon, lat)`` of every storm track point; a storm (name-year) is a user."""
+    from privot.datasets import load_storms
 
     storms = load_storms()
     users = (storms["name"].astype(str) + "-" + storms["year"].astype(str)).to_numpy()
+    return users, storms["long"].to_numpy(float), storms["lat"].to_numpy(float)
+
+
+def run(ctx: DemoContext) -> Section:
+    """Private heatmaps of storm tracks (and of Gowalla check-ins when available)."""
+    from privot.datasets import DataNotFoundError, load_gowalla_nyc
+    from privot.heatmaps import Grid
+
+    users, lon, lat = storm_tracks()
     grid = Grid(STORM_BOUNDS, 32 if ctx.quick else 128, aspect="stretch")
     numbers: dict[str, Any] = {}
     figures = []
@@ -97,8 +112,7 @@ def run(ctx: DemoContext) -> Section:
              "over the grid; the release is user-level epsilon-DP (add/remove one user). "
              "The non-private heatmap is shown for comparison only."]
     numbers["storms"], md = _case(ctx, "storms", "Atlantic storm tracks (storm = user)",
-                                  users, storms["long"].to_numpy(float),
-                                  storms["lat"].to_numpy(float), grid, sigma=1.0)
+                                  users, lon, lat, grid, sigma=1.0)
     figures.append(numbers["storms"]["figure"])
     parts.append(md)
 

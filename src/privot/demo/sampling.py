@@ -10,6 +10,14 @@ releases **one** grid cell, epsilon-locally-DP. Shown:
 * the population: the storms' average distribution against the server's estimate from
   one sample per storm (WPM's linear variant, uniform base measure, inverted by EM
   through the public channel, and k-RR's debiased frequencies), :math:`W_1` on the grid.
+
+Privacy
+-------
+Unit: one storm's whole track; relation: local (any two tracks of a storm); guarantee:
+pure epsilon-LDP per storm for its one released cell (``docs/privacy/sampling.md``). The
+grid is fixed public bounds; the per-storm distributions and the storms' average are
+shown for comparison only: the demo is an evaluation report on public data, not a
+release.
 """
 
 from __future__ import annotations
@@ -21,10 +29,7 @@ import numpy as np
 
 from privot.demo._report import DemoContext, Section, new_figure, save_figure
 
-__all__ = ["run", "STORM_BOUNDS"]
-
-#: Public bounds (lon_min, lon_max, lat_min, lat_max) of the North Atlantic basin.
-STORM_BOUNDS = (-100.0, -10.0, 5.0, 65.0)
+__all__ = ["run"]
 EPSILONS = (1.0, 2.0, 4.0)
 MECHANISMS = (("wpm", "WPM, optimal m*"), ("wpm-uniform", "WPM, uniform m"),
               ("kpm", "KPM"), ("exp", "exponential"), ("krr", "k-RR"))
@@ -48,22 +53,18 @@ def _w1(mu: np.ndarray, nu: np.ndarray, cost: np.ndarray) -> np.ndarray:
 
 def run(ctx: DemoContext) -> Section:
     """Per-storm utility of every mechanism, and the population estimate."""
-    from privot.datasets import load_storms
+    from privot.demo.heatmaps import STORM_BOUNDS, storm_tracks
     from privot.grid import Grid
     from privot.sampling import cost_matrix, make_mechanism
-    from privot.sampling.baselines import krr_estimate
     from privot.sampling.engine_step import user_cell_counts_in_memory
-    from privot.sampling.population import estimate_linear, sample_population
+    from privot.sampling.population import estimate_population, sample_population
 
-    storms = load_storms()
-    users = (storms["name"].astype(str) + "-" + storms["year"].astype(str)).to_numpy()
+    users, lon, lat = storm_tracks()
     side = 8 if ctx.quick else 12
     grid = Grid(STORM_BOUNDS, side, aspect="stretch", dyadic=False)
-    xs, ys = grid.cell_centres()
-    points = np.column_stack([xs.ravel(), ys.ravel()])  # public: the cell centres
+    points = grid.cell_centre_points()  # public: the cell centres
     cost = cost_matrix(points, points)  # degrees, Euclidean
-    counts = user_cell_counts_in_memory(users, storms["long"].to_numpy(float),
-                                        storms["lat"].to_numpy(float), grid)
+    counts = user_cell_counts_in_memory(users, lon, lat, grid)
     mu = counts.distributions()
     population = mu.mean(axis=0)
     epsilons = EPSILONS[1:2] if ctx.quick else EPSILONS
@@ -88,11 +89,12 @@ def run(ctx: DemoContext) -> Section:
 
     eps = 2.0
     wpm = make_mechanism("wpm", points=points, epsilon=eps, base_measure="uniform")
-    linear = sample_population(counts, wpm, variant="linear", rng=ctx.rng)
-    est_linear = estimate_linear(linear.counts_per_output(), wpm.channel())
+    channel = wpm.channel()  # public; computed once for sampling and estimation
+    est_linear = estimate_population(
+        sample_population(counts, wpm, variant="linear", rng=ctx.rng, channel=channel), wpm,
+        channel=channel)
     krr = make_mechanism("krr", points=points, epsilon=eps)
-    est_krr = krr_estimate(sample_population(counts, krr, rng=ctx.rng).counts_per_output(),
-                           epsilon=eps, project=True)
+    est_krr = estimate_population(sample_population(counts, krr, rng=ctx.rng), krr)
     import ot
 
     for label, est in (("WPM linear + EM", est_linear), ("k-RR debiased", est_krr)):

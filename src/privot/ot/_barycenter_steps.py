@@ -13,6 +13,15 @@ Paper 000 (appendix B) splits a fixed-support step of the barycenter into
 Alternating the two is the exact free-support fixed point (Cuturi and Doucet 2014;
 Alvarez-Esteban et al. 2016). :func:`barycenter_cost` evaluates the objective
 :math:`\\sum_i \\beta_i W_p^p(\\mu_i, \\nu)` with exact OT.
+
+Privacy
+-------
+Non-private numerics: no noise, no budget. The private barycenters call these steps on
+already private coresets (post-processing, ``privot.barycenters.api``); output
+perturbation adds noise to its own anchored step, whose sensitivity (unit: one point of
+one group, replace-one) is derived in ``docs/privacy/barycenters.md``. Every step has a
+public work budget (``plan_budget``) and ``on_failure="fallback"`` answers on a release
+path, so nothing the data decides stops a release after the charge.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from privot.engines.base import check_source
 from privot.errors import InvalidParameterError
 from privot.grid import Grid, cell_sql, check_point_columns
 
-__all__ = ["USER_CELLS_SQL", "UserCellCounts", "user_cell_counts",
+__all__ = ["USER_CELLS_SQL", "UserCellCounts", "dense_distributions", "user_cell_counts",
            "user_cell_counts_in_memory"]
 
 #: The step, for both engines: ``{source}`` has columns ``u``, ``x``, ``y``; ``{cell}``
@@ -102,12 +102,26 @@ class UserCellCounts:
         whole population may not fit, so callers go in batches.
         """
         users = np.arange(self.n_users)[rows if rows is not None else slice(None)]
-        out = np.zeros((users.size, self.grid.n_cells))
-        sizes = self.sizes()
-        for j, i in enumerate(users.tolist()):
-            a, b = self.indptr[i], self.indptr[i + 1]
-            out[j, self.cells[a:b]] = self.counts[a:b] / sizes[i]
-        return out
+        k, sizes = self.grid.n_cells, self.sizes()
+        if users.size == 0:
+            return np.zeros((0, k))
+        if np.all(np.diff(users) == 1):  # a contiguous block (the usual batch): one call
+            blocks = [(int(users[0]), int(users[-1]) + 1)]
+        else:
+            blocks = [(i, i + 1) for i in users.tolist()]
+        return np.concatenate([dense_distributions(self.indptr, self.cells, self.counts,
+                                                   sizes, a, b, k) for a, b in blocks])
+
+
+def dense_distributions(indptr: np.ndarray, cells: np.ndarray, counts: np.ndarray,
+                        sizes: np.ndarray, start: int, stop: int, k: int) -> np.ndarray:
+    r""":math:`\mu_u = k_{u,\cdot} / n_u` for users ``start..stop-1`` of compressed rows,
+    dense ``(stop - start, k)`` (vectorised)."""
+    a, b = int(indptr[start]), int(indptr[stop])
+    rows = np.repeat(np.arange(stop - start), np.diff(indptr[start:stop + 1]))
+    out = np.zeros((stop - start, k))
+    out[rows, cells[a:b]] = counts[a:b] / sizes[start:stop][rows]
+    return out
 
 
 def _compress(user: np.ndarray, cell: np.ndarray, count: np.ndarray, grid: Grid,

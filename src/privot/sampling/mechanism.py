@@ -28,7 +28,8 @@ Totality
 :meth:`privatize` always answers with a data-independent amount of work on the release
 path: the entropic solver runs a fixed number of iterations (``n_iter``, no
 data-dependent stopping), and a failure of the exact solver on one user (iteration cap,
-numerical trouble) gives that user :math:`m / \sum_j m_j`, which lies in
+numerical trouble; for the entropic solver, the whole batch) gives that user
+:math:`m / \sum_j m_j`, which lies in
 :math:`Q_{m,\varepsilon}` exactly when the polytope is non-empty. Either way the output
 is in the polytope, so the guarantee never depends on a solver.
 
@@ -142,6 +143,11 @@ class SamplingMechanism:
                 "relation": "local (any two inputs of one user)"}
 
 
+#: What a solver may raise on valid, checked inputs (iteration caps, numerical trouble):
+#: the release path answers with the fallback instead.
+_SOLVER_FAILURES = (ConvergenceError, ValueError, RuntimeError, FloatingPointError)
+
+
 def _first_dirac(k: int) -> np.ndarray:
     """``(1, k)``: the Dirac at input 0, to read a baseline's base measure (it does not
     depend on the input)."""
@@ -236,16 +242,19 @@ default "best-uniform"
 
     def _privatize_rows(self, rows: np.ndarray) -> np.ndarray:
         if self.solver == "entropic":
-            res = wpm_entropic(rows, self.cost, self.base_measure, self.epsilon,
-                               lam=self.lam, p=self.p, max_iter=self.n_iter, tol=0.0,
-                               on_nonconvergence="ignore")
-            return np.atleast_2d(res.nu)
+            try:
+                res = wpm_entropic(rows, self.cost, self.base_measure, self.epsilon,
+                                   lam=self.lam, p=self.p, max_iter=self.n_iter, tol=0.0,
+                                   on_nonconvergence="ignore")
+                return np.atleast_2d(res.nu)
+            except _SOLVER_FAILURES:  # total: see the module docstring
+                return np.tile(_fallback(self.base_measure), (rows.shape[0], 1))
         out = np.empty((rows.shape[0], self.k_v))
         for i, row in enumerate(rows):
             try:
                 out[i] = wpm_exact(row, self.cost, self.base_measure, self.epsilon).nu
-            except (ConvergenceError, ValueError, RuntimeError, FloatingPointError):
-                out[i] = _fallback(self.base_measure)  # total: see the module docstring
+            except _SOLVER_FAILURES:  # total: see the module docstring
+                out[i] = _fallback(self.base_measure)
         return out
 
     def worst_case_cost(self) -> float:

@@ -75,6 +75,7 @@ from privot._validation import check_finite_array, check_int, check_nonnegative
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.privacy.noise import BitSource, resolve_rng
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender
+from privot.sampling.baselines import krr_estimate
 from privot.sampling.device import (
     DEFAULT_BITS,
     MAX_BITS,
@@ -83,6 +84,7 @@ from privot.sampling.device import (
     private_sample,
     snap_to_polytope,
 )
+from privot.sampling.engine_step import dense_distributions
 from privot.sampling.mechanism import SamplingMechanism
 
 __all__ = [
@@ -91,6 +93,7 @@ __all__ = [
     "PopulationSample",
     "estimate_direct",
     "estimate_linear",
+    "estimate_population",
     "linear_law",
     "sample_population",
 ]
@@ -259,16 +262,6 @@ def _check_counts(counts: object, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return user_ids, indptr, cells, cnt, sizes
 
 
-def _dense(indptr: np.ndarray, cells: np.ndarray, cnt: np.ndarray, sizes: np.ndarray,
-           start: int, stop: int, k: int) -> np.ndarray:
-    r""":math:`\mu_u = k_{u,\cdot} / n_u` for users ``start..stop-1``, dense ``(m, k)``."""
-    a, b = int(indptr[start]), int(indptr[stop])
-    rows = np.repeat(np.arange(stop - start), np.diff(indptr[start:stop + 1]))
-    out = np.zeros((stop - start, k))
-    out[rows, cells[a:b]] = cnt[a:b] / sizes[start:stop][rows]
-    return out
-
-
 def _check_channel(channel: object, k: int, k_v: int) -> np.ndarray:
     ch = check_finite_array(channel, "channel", ndim=2)
     if ch.shape != (k, k_v):
@@ -416,7 +409,8 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
         for start in range(0, n, batch):
             stop = min(n, start + batch)
             ta = time.perf_counter()
-            nu = mechanism.privatize(_dense(indptr, cells, cnt, sizes, start, stop, k))
+            nu = mechanism.privatize(dense_distributions(indptr, cells, cnt, sizes, start, stop,
+                                                        k))
             privatize += time.perf_counter() - ta
             got = private_sample(nu, base_measure=mechanism.base_measure, epsilon=eps,
                                  rng=src, bits=b)
@@ -563,3 +557,21 @@ def estimate_linear(sample_counts: object, channel: object, *, n_iter: int = 100
         if change <= stop:
             break
     return theta
+
+
+def estimate_population(sample: PopulationSample, mechanism: SamplingMechanism, *,
+                        channel: object | None = None) -> np.ndarray:
+    """The server's estimate of the population distribution from released reports.
+
+    EM through the public channel (:func:`estimate_linear`) for the linear variant;
+    k-RR's debiased frequencies projected onto the simplex for k-RR; else the histogram
+    (:func:`estimate_direct`, the mean of the users' laws). Post-processing of the
+    released histogram and public parameters only: no budget. ``channel``: the
+    mechanism's channel when the caller already has it (``k`` projections otherwise).
+    """
+    hist = sample.counts_per_output()
+    if sample.variant == "linear":
+        return estimate_linear(hist, mechanism.channel() if channel is None else channel)
+    if mechanism.name == "krr":
+        return krr_estimate(hist, epsilon=mechanism.epsilon, project=True)
+    return estimate_direct(hist)
