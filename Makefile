@@ -18,6 +18,7 @@ $(PY):
 
 # Reinstall only when the package metadata changes.
 $(VENV)/.installed-demo: pyproject.toml | $(PY)
+	$(PIP) install --quiet $(TORCH)
 	$(PIP) install --quiet -e '.[demo]'
 	touch $@
 

@@ -21,8 +21,10 @@ from privot.datasets._paths import (
     resolve_data_dir,
 )
 from privot.datasets.packaged import (
+    ARRESTS_NUMERIC_BOUNDS,
     NON_CONTIGUOUS_US_CODES,
     US_CENSUS_REGIONS,
+    load_arrests,
     load_digits,
     load_mnist,
     load_movielens,
@@ -32,18 +34,23 @@ from privot.datasets.packaged import (
     sample_people,
 )
 from privot.datasets.real import (
+    ADULT_CATEGORIES,
+    ADULT_NUMERIC_BOUNDS,
     GOWALLA_NYC_COLUMNS,
     UNISS_IMAGE_HEIGHT,
     UNISS_IMAGE_WIDTH,
     load_adult,
+    load_adult_fairness,
     load_gowalla_nyc,
     load_uniss_fixations,
 )
 from privot.datasets.synthetic import (
+    FairLearningData,
     FairnessData,
     GaussianMixtureData,
     GaussianToCircleData,
     RingDirichletData,
+    biased_fairness_data,
     fairness_biased_data,
     gaussian_mixture_r10,
     gaussian_to_circle,
@@ -78,4 +85,12 @@ __all__ = [
     "ring_dirichlet",
     "fairness_biased_data",
     "gaussian_to_circle",
+    # fair learning (paper 004)
+    "FairLearningData",
+    "biased_fairness_data",
+    "load_adult_fairness",
+    "ADULT_NUMERIC_BOUNDS",
+    "ADULT_CATEGORIES",
+    "load_arrests",
+    "ARRESTS_NUMERIC_BOUNDS",
 ]

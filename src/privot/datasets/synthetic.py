@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privot._validation import check_int, check_positive, check_probability
-from privot.errors import InvalidParameterError
+from privot.errors import InvalidDataError, InvalidParameterError
 
 __all__ = [
     "GaussianMixtureData",
@@ -24,6 +24,8 @@ __all__ = [
     "ring_dirichlet",
     "fairness_biased_data",
     "gaussian_to_circle",
+    "FairLearningData",
+    "biased_fairness_data",
 ]
 
 
@@ -431,3 +433,199 @@ def gaussian_to_circle(n: int = 100000, *, radius: float = 0.75,
     target = radius * np.column_stack([np.cos(theta), np.sin(theta)])
     return GaussianToCircleData(source=_frozen(source), target=_frozen(target),
                                 radius=radius)
+
+
+# --------------------------------------------------------------------------------------
+# Fair learning: one container for the synthetic and the real fairness data sets
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class FairLearningData:
+    """Features, label and binary sensitive attribute for fair learning (read-only arrays).
+
+    The common result of :func:`biased_fairness_data`,
+    :func:`~privot.datasets.load_adult_fairness` and
+    :func:`~privot.datasets.load_arrests`. ``len(data)`` is the number of rows ``n``.
+
+    Attributes
+    ----------
+    x : (n, d) float32 array
+        Features, encoded without looking at the data (public bounds and category lists).
+    y : (n,) int64 array or (n, k) float64 array
+        Label in ``{0, 1}`` (classification) or a ``k``-dimensional response
+        (regression).
+    sensitive : (n,) int64 array
+        Sensitive attribute :math:`A \\in \\{0, 1\\}`; each loader documents which value
+        is 1.
+    feature_names : tuple of str
+        One name per column of ``x``.
+    name : str
+        Name of the data set.
+    y_continuous : (n, k) float64 array or None, default None
+        A continuous response beside a discrete ``y`` (the synthetic data's
+        :math:`Y^C`), else ``None``.
+
+    Raises
+    ------
+    InvalidDataError
+        On construction, if the shapes do not agree or ``sensitive`` is not 0/1.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    sensitive: np.ndarray
+    feature_names: tuple[str, ...]
+    name: str
+    y_continuous: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        x = np.asarray(self.x, dtype=np.float32)
+        y = np.asarray(self.y)
+        if y.ndim == 1:
+            if not np.array_equal(y, np.round(y)):
+                raise InvalidDataError("a 1-D y must hold integer labels; pass a "
+                                       "regression response as an (n, k) array")
+            y = y.astype(np.int64)
+        else:
+            y = y.astype(np.float64)
+        s = np.asarray(self.sensitive).astype(np.int64)
+        names = tuple(str(f) for f in self.feature_names)
+        if x.ndim != 2:
+            raise InvalidDataError(f"x must be a 2-D (n, d) array, got shape {x.shape}")
+        n = x.shape[0]
+        if y.ndim not in (1, 2) or y.shape[0] != n:
+            raise InvalidDataError(f"y must have shape ({n},) or ({n}, k), got {y.shape}")
+        if s.shape != (n,):
+            raise InvalidDataError(f"sensitive must have shape ({n},), got {s.shape}")
+        if not np.isin(s, (0, 1)).all():
+            raise InvalidDataError("sensitive must take the values 0 and 1 only")
+        if len(names) != x.shape[1]:
+            raise InvalidDataError(
+                f"feature_names has {len(names)} names for {x.shape[1]} columns of x")
+        yc = self.y_continuous
+        if yc is not None:
+            yc = np.asarray(yc, dtype=np.float64)
+            if yc.ndim != 2 or yc.shape[0] != n:
+                raise InvalidDataError(
+                    f"y_continuous must have shape ({n}, k), got {yc.shape}")
+            yc = _frozen(yc)
+        object.__setattr__(self, "x", _frozen(x))
+        object.__setattr__(self, "y", _frozen(y))
+        object.__setattr__(self, "sensitive", _frozen(s))
+        object.__setattr__(self, "feature_names", names)
+        object.__setattr__(self, "name", str(self.name))
+        object.__setattr__(self, "y_continuous", yc)
+
+    def __len__(self) -> int:
+        return int(self.x.shape[0])
+
+    def __repr__(self) -> str:
+        task = "label" if self.y.ndim == 1 else f"response dim {self.y.shape[1]}"
+        # n and d only: no statistic of the (possibly private) data goes into logs
+        return f"FairLearningData(name={self.name!r}, n={len(self)}, d={self.x.shape[1]}, {task})"
+
+    def _take(self, idx: np.ndarray) -> FairLearningData:
+        yc = None if self.y_continuous is None else self.y_continuous[idx]
+        return FairLearningData(x=self.x[idx], y=self.y[idx], sensitive=self.sensitive[idx],
+                                feature_names=self.feature_names, name=self.name,
+                                y_continuous=yc)
+
+    def split(self, test_fraction: float, rng: np.random.Generator | int,
+              ) -> tuple[FairLearningData, FairLearningData]:
+        """Split the rows uniformly at random into a train and a test part.
+
+        Parameters
+        ----------
+        test_fraction : float
+            Fraction of rows in the test part, in ``(0, 1)``; the test part has
+            ``round(test_fraction * n)`` rows, at least 1 and at most ``n - 1``.
+        rng : numpy.random.Generator or int
+            Source of randomness, or a seed for :func:`numpy.random.default_rng`.
+
+        Returns
+        -------
+        train, test : FairLearningData
+            Disjoint parts covering all rows, each in a random order; same
+            ``feature_names`` and ``name``.
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``test_fraction`` is not in ``(0, 1)``, ``n < 2`` or ``rng`` is invalid.
+
+        Privacy
+        -------
+        Not a release. The split is a data sampler: its randomness is independent of the
+        data and the part sizes depend on ``n`` only. A seeded ``rng`` gives reproducible
+        experiments; each row lands in exactly one part, so the parts are disjoint
+        data sets (parallel composition applies to mechanisms run on them).
+        """
+        test_fraction = check_probability(test_fraction, "test_fraction", open_left=True,
+                                          open_right=True)
+        n = len(self)
+        if n < 2:
+            raise InvalidParameterError("n", n, "at least 2 rows to split")
+        gen = _as_generator(rng)
+        n_test = min(max(int(round(test_fraction * n)), 1), n - 1)
+        perm = gen.permutation(n)
+        return self._take(perm[n_test:]), self._take(perm[:n_test])
+
+
+def biased_fairness_data(n: int = 30000, *, p: float = 0.7, d_core: int = 8,
+                         d_spurious: int = 8, var_core: float = 1 / 5,
+                         var_spurious: float = 2 / 5,
+                         rng: np.random.Generator | int) -> FairLearningData:
+    r"""The biased data of paper 004, App. B, as :class:`FairLearningData`.
+
+    The same model and, for the same ``rng``, exactly the same draws as
+    :func:`fairness_biased_data` (which see for the five steps):
+    :math:`Y^C \sim U([0,1]^2)`, :math:`Y = I(Y^C_2 > 1 - Y^C_1)`,
+    :math:`A = BY + (1-B)(1-Y)` with :math:`B \sim \mathrm{Bernoulli}(p)` independent,
+    :math:`X_{core} = [Y^C, \dots, Y^C] + \mathcal{N}(0, \sigma^2_{core} I_{d_{core}})`,
+    :math:`X_{sp} = [A, \dots, A] + \mathcal{N}(0, \sigma^2_{sp} I_{d_{sp}})`,
+    :math:`X = [X_{core}, X_{sp}]`. Hence :math:`\mathbb{E}\, n_j = n/2`,
+    :math:`\mathbb{E}\, n_{j,j} = pn/2`, :math:`\mathbb{E}\, n_{j,1-j} = (1-p)n/2`.
+
+    Parameters
+    ----------
+    n : int, default 30000
+        Number of rows (>= 2, so that the data can be split).
+    p : float, default 0.7
+        :math:`P(A = Y)`, in ``[0, 1]``.
+    d_core : int, default 8
+        Number of core features; even and >= 2.
+    d_spurious : int, default 8
+        Number of spurious features :math:`d_{sp}` (>= 0).
+    var_core, var_spurious : float, default 1/5 and 2/5
+        Noise variances :math:`\sigma^2_{core}`, :math:`\sigma^2_{sp}` (> 0).
+    rng : numpy.random.Generator or int
+        Source of randomness, or a seed for :func:`numpy.random.default_rng`.
+
+    Returns
+    -------
+    FairLearningData
+        ``x`` ``(n, d_core + d_spurious)`` float32 (columns ``core_0..`` =
+        :math:`Y^C_1, Y^C_2, Y^C_1, \dots` plus noise, then ``spurious_0..``),
+        ``y`` = :math:`Y` (int64), ``sensitive`` = :math:`A`, ``y_continuous`` =
+        :math:`Y^C` ``(n, 2)`` in :math:`[0, 1]^2` (subtract 1/2 for the centred
+        response of App. B.2), ``name = "biased_fairness"``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If a parameter is out of range (e.g. an odd ``d_core``).
+
+    Privacy
+    -------
+    Synthetic data, not a release. The features are unbounded (Gaussian noise): a
+    private learner must clip per-example gradients (DP-SGD) rather than rely on
+    bounded features. The paper fixes :math:`\delta = 0.1/n` in all App. B runs.
+    """
+    n = check_int(n, "n", minimum=2)
+    d = fairness_biased_data(n, p=p, d_core=d_core, d_spurious=d_spurious,
+                             var_core=var_core, var_spurious=var_spurious, rng=rng)
+    names = ([f"core_{i}" for i in range(d.d_core)]
+             + [f"spurious_{i}" for i in range(d.d_spurious)])
+    return FairLearningData(x=d.x, y=d.y, sensitive=d.a, feature_names=tuple(names),
+                            name="biased_fairness", y_continuous=d.y_continuous)
