@@ -119,3 +119,11 @@ def test_batch_norm_in_training_mode_is_refused():
     check_per_example_model(model)
     with pytest.raises(InvalidParameterError, match="model"):
         check_per_example_model(lambda x: x)
+
+
+def test_dropout_in_training_mode_is_refused():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Dropout(0.2))
+    with pytest.raises(InvalidParameterError, match="Dropout"):
+        check_per_example_model(model)
+    model.eval()
+    check_per_example_model(model)

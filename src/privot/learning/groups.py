@@ -103,7 +103,7 @@ def _tensor(values, name: str, dtype=None):
         t = values
     else:
         try:
-            t = torch.as_tensor(np.asarray(values))
+            t = torch.from_numpy(np.array(values))  # a copy: read-only arrays are fine
         except (TypeError, ValueError) as exc:
             raise InvalidParameterError(name, type(values).__name__,
                                         "an array or tensor") from exc

@@ -57,7 +57,7 @@ def trainable_parameters(model) -> list:
 
 
 def check_per_example_model(model) -> None:
-    """Refuse modules that couple the examples of a batch (batch norm in training mode)."""
+    """Refuse batch norm (couples the examples) and dropout (random) in training mode."""
     nn = torch.nn
     if not isinstance(model, nn.Module):
         raise InvalidParameterError("model", type(model).__name__, "a torch.nn.Module")
@@ -68,6 +68,11 @@ def check_per_example_model(model) -> None:
                 "layers that act on each example alone (use GroupNorm/LayerNorm, or put "
                 "batch norm in eval mode): batch statistics couple the examples and void "
                 "the per-example sensitivity bound")
+        if isinstance(mod, nn.modules.dropout._DropoutNd) and mod.training and mod.p > 0:
+            raise InvalidParameterError(
+                "model", f"{type(mod).__name__} at {name or '<root>'} in training mode",
+                "deterministic layers (put dropout in eval mode): the Gram, the clipping "
+                "and the weighted backward pass must see the same forward pass")
     if not trainable_parameters(model):
         raise InvalidParameterError("model", type(model).__name__,
                                     "a module with at least one trainable parameter")
