@@ -1,8 +1,9 @@
 r"""Fixed-size sampling without replacement from the secure generator (Algorithm 1, line 1).
 
 Each step draws, for every group, ``k`` of its ``n`` records uniformly without
-replacement by a partial Fisher-Yates shuffle whose swap positions are exact uniform
-integers from :func:`privot.privacy.noise.uniform_integers` (the OS CSPRNG by default).
+replacement: one exact uniform 62-bit key per record from
+:func:`privot.privacy.noise.uniform_integers` (the OS CSPRNG by default), and the ``k``
+records with the smallest keys (vectorised; exactly uniform, see the code).
 The sample is part of the secret: amplification (Lemma 5.1) holds only if nobody can
 predict it, so it never comes from a seeded or public generator in a release.
 
@@ -21,6 +22,8 @@ from privot.privacy.noise import uniform_integers
 
 __all__ = ["fixed_size_indices"]
 
+_KEY_RANGE = 2**62
+
 
 def fixed_size_indices(n: int, k: int, *, rng: np.random.Generator | None = None
                        ) -> np.ndarray:
@@ -38,19 +41,19 @@ def fixed_size_indices(n: int, k: int, *, rng: np.random.Generator | None = None
     Returns
     -------
     int64 array, shape (k,)
-        In the order drawn (uniformly random order).
+        Sorted.
     """
     if int(n) < 1 or not (1 <= int(k) <= int(n)):
         raise InvalidParameterError("batch size", k, f"an integer in [1, {n}]")
     n, k = int(n), int(k)
-    offsets = np.asarray(uniform_integers(n - np.arange(k, dtype=np.int64), rng=rng))
-    # Partial Fisher-Yates on a sparse permutation: only touched positions are stored.
-    swapped: dict[int, int] = {}
-    out = np.empty(k, dtype=np.int64)
-    for i, off in enumerate(offsets.tolist()):
-        j = i + off
-        vi = swapped.get(i, i)
-        vj = swapped.get(j, j)
-        out[i] = vj
-        swapped[j] = vi
-    return out
+    if k == n:
+        return np.arange(n, dtype=np.int64)
+    while True:
+        # One exact uniform key in [0, 2^62) per record; the k smallest form a uniform
+        # k-subset by exchangeability, provided the k-th and (k+1)-th keys differ (the
+        # rule is then unambiguous; redrawing on a tie, probability < n 2^-62, is an
+        # event symmetric in the records, so the conditional law stays uniform).
+        keys = np.asarray(uniform_integers(_KEY_RANGE, size=n, rng=rng))
+        part = np.argpartition(keys, k)
+        if keys[part[:k]].max() < keys[part[k]]:
+            return np.sort(part[:k]).astype(np.int64)
