@@ -221,3 +221,11 @@ def test_a_step_with_a_quarter_of_the_noise_is_caught():
                 n_runs=200_000, confidence=0.999, rng=4)
     assert res.violated, res.summary()
     assert math.isfinite(res.epsilon_lower)
+
+
+def test_a_run_without_an_accountant_keeps_its_own_ledger():
+    t = _make()
+    assert len(t.accountant.ledger) == 1
+    entry = t.accountant.ledger[0]
+    assert entry.cost.epsilon == pytest.approx(t.epsilon) and entry.cost.mu is None
+    assert entry.relation.value == "replace-one"

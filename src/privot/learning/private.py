@@ -163,6 +163,7 @@ class PrivateWassersteinTrainer:
     rng: Any
     secure: bool
     direction_generator: Any
+    accountant: Any
     history: list = field(default_factory=list)
     steps_taken: int = 0
 
@@ -586,6 +587,7 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
     noise_multiplier : float, optional
     accountant : PrivacyAccountant, optional
         Charged ``(epsilon, delta)`` of the whole run now; refuses if it cannot pay.
+        Default: a new accountant holding exactly this run (``trainer.accountant``).
     rng : numpy.random.Generator, optional
         None (default): the OS CSPRNG for the batches and the noise. A seeded generator
         makes a run reproducible and is reported as not secure.
@@ -684,15 +686,19 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
     k = grid_exponent(sens.value / root_p)
     effective = math.nextafter(sens.value + math.ldexp(root_p, -k), math.inf)
     cal = _calibrate(target_epsilon, noise_multiplier, delta, steps, q)
-    if accountant is not None:  # charge the whole run before any data is read
-        accountant.spend(PrivacyCost(cal.epsilon, delta), mechanism=MECHANISM,
-                         relation=Neighbouring.REPLACE_ONE,
-                         params={"noise_multiplier": cal.noise_multiplier,
-                                 "sensitivity": sens.value,
-                                 "effective_sensitivity": effective, "steps": steps,
-                                 "sampling_rate": q, "sampling": "fixed-size",
-                                 "group_sizes": groups.sizes, "penalty": penalty,
-                                 "alpha": alpha})
+    if accountant is None:  # every run keeps its ledger: a budget of exactly this run
+        from privot.privacy.budget import PrivacyAccountant
+
+        accountant = PrivacyAccountant(cal.epsilon, delta, name="learning-run")
+    # Charge the whole run before any data is read.
+    accountant.spend(PrivacyCost(cal.epsilon, delta), mechanism=MECHANISM,
+                     relation=Neighbouring.REPLACE_ONE,
+                     params={"noise_multiplier": cal.noise_multiplier,
+                             "sensitivity": sens.value,
+                             "effective_sensitivity": effective, "steps": steps,
+                             "sampling_rate": q, "sampling": "fixed-size",
+                             "group_sizes": groups.sizes, "penalty": penalty,
+                             "alpha": alpha})
     gen = torch.Generator(device="cpu")
     gen.manual_seed(int(direction_seed))
     return PrivateWassersteinTrainer(
@@ -701,4 +707,4 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
         jacobian_clipping=jacobian_clipping, n_projections=n_projections, loss_fn=loss_fn,
         loss_name=loss_name, score_fn=score_fn, sensitivity=sens, sampling_rate=q,
         calibration=cal, method=method, grid_exponent=k, effective_sensitivity=effective,
-        rng=rng, secure=secure, direction_generator=gen)
+        rng=rng, secure=secure, direction_generator=gen, accountant=accountant)
