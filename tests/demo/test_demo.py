@@ -32,7 +32,7 @@ def test_report_and_results_are_written(demo):
     assert payload["seeded"] is True
     assert payload["header"]["mode"] == "quick"
     assert [s.key for s in result.sections] == ["privacy_core", "ot_core", "heatmaps",
-                                               "barycenters", "sampling"]
+                                               "barycenters", "sampling", "learning"]
     assert len(result.sections) == len(SECTIONS)
     for s in result.sections:
         assert s.key in payload

@@ -284,3 +284,13 @@ def test_calibration_validation(kwargs, name):
     eps, delta = base.pop("epsilon"), base.pop("delta")
     with pytest.raises(InvalidParameterError, match=name):
         acc.calibrate_noise_multiplier(eps, delta, **base)
+
+
+@pytest.mark.parametrize("sampling", ["poisson", "fixed-size"])
+def test_pld_epsilon_curve_matches_pointwise(sampling):
+    from privot.privacy.accounting import pld_epsilon_curve
+
+    kw = dict(noise_multiplier=2.0, sampling_rate=0.1, delta=1e-5, sampling=sampling)
+    curve = pld_epsilon_curve(steps=[1, 7, 30], **kw)
+    for t, e in zip([1, 7, 30], curve, strict=True):
+        assert e == pytest.approx(acc.pld_epsilon(steps=t, **kw), rel=1e-9)

@@ -36,6 +36,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "privot.cli.heatmap",
     "privot.cli.barycenter",
     "privot.cli.sample",
+    "privot.cli.learn",
 )
 
 

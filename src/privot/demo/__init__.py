@@ -28,6 +28,7 @@ SECTIONS: tuple[str, ...] = (
     "privot.demo.heatmaps",
     "privot.demo.barycenters",
     "privot.demo.sampling",
+    "privot.demo.learning",
 )
 
 

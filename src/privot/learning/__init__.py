@@ -32,6 +32,7 @@ Def. 2.1); group sizes are public (Remark 6.2). See :mod:`privot.learning.privat
 """
 
 from privot.learning.groups import Group, Groups, Pair, fairness_groups, matching_groups
+from privot.learning.metrics import FairnessReport, fairness_report
 from privot.learning.private import (
     PrivateWassersteinTrainer,
     StepRecord,
@@ -41,12 +42,14 @@ from privot.learning.sensitivity import objective_sensitivity
 from privot.learning.wasserstein import random_directions, sliced_w2_squared, w2_squared_1d
 
 __all__ = [
+    "FairnessReport",
     "Group",
     "Groups",
     "Pair",
     "PrivateWassersteinTrainer",
     "StepRecord",
     "fairness_groups",
+    "fairness_report",
     "make_private",
     "matching_groups",
     "objective_sensitivity",

@@ -197,13 +197,12 @@ class PrivateWassersteinTrainer:
         steps : int array
         epsilon : float array
         """
-        from privot.privacy.accounting import pld_epsilon
+        from privot.privacy.accounting import pld_epsilon_curve
 
         ts = np.unique(np.linspace(1, self.steps, min(points, self.steps)).round().astype(int))
-        eps = [pld_epsilon(noise_multiplier=self.noise_multiplier,
-                           sampling_rate=self.sampling_rate, steps=int(t), delta=self.delta,
-                           sampling="fixed-size") for t in ts]
-        return ts, np.asarray(eps)
+        return ts, pld_epsilon_curve(noise_multiplier=self.noise_multiplier,
+                                     sampling_rate=self.sampling_rate, steps=ts.tolist(),
+                                     delta=self.delta, sampling="fixed-size")
 
     def privacy_report(self) -> dict[str, Any]:
         """Everything public about the run's guarantee (JSON-able)."""

@@ -50,6 +50,7 @@ __all__ = [
     "gdp_to_delta",
     "gdp_to_epsilon",
     "pld_epsilon",
+    "pld_epsilon_curve",
     "rdp_epsilon",
 ]
 
@@ -675,6 +676,37 @@ def pld_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, de
         return float(acct.get_epsilon(delta))
     pld = _fixed_size_pld(sigma, q, vdi)
     return float(pld.self_compose(t).get_epsilon_for_delta(delta))
+
+
+def pld_epsilon_curve(*, noise_multiplier: float, sampling_rate: float,
+                      steps: Sequence[int], delta: float, sampling: str = "poisson",
+                      value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION
+                      ) -> np.ndarray:
+    """:func:`pld_epsilon` after each of several step counts, sharing one step's PLD.
+
+    Building the one-step PLD is the expensive part; composing it ``t`` times is cheap,
+    so a curve of 20 points costs about one :func:`pld_epsilon`. Same parameters, with
+    ``steps`` a sequence of integers >= 1.
+
+    Returns
+    -------
+    float array, shape (len(steps),)
+    """
+    ts = [check_int(t, "steps", minimum=1) for t in steps]
+    if not ts:
+        return np.zeros(0)
+    sigma, q, _, sampling = _check_common(noise_multiplier, sampling_rate, max(ts), sampling)
+    delta = check_delta(delta, allow_zero=False)
+    vdi = check_positive(value_discretization_interval, "value_discretization_interval")
+    if sampling == "poisson":
+        from dp_accounting.pld import privacy_loss_distribution as pld_mod
+
+        base = pld_mod.from_gaussian_mechanism(
+            standard_deviation=sigma, sensitivity=1.0, sampling_prob=q,
+            value_discretization_interval=vdi, neighboring_relation=_relation(sampling))
+    else:
+        base = _fixed_size_pld(sigma, q, vdi)
+    return np.array([float(base.self_compose(t).get_epsilon_for_delta(delta)) for t in ts])
 
 
 def rdp_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, delta: float,

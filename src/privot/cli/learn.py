@@ -1,0 +1,554 @@
+"""``privot learn INPUT``: a fair classifier trained with DP-SGD (paper 004).
+
+Reads a CSV/TSV/Parquet table (one row per record: features, a binary target, a
+two-class sensitive attribute), encodes the features with **public** encodings the caller
+gives, and trains a logistic (``Linear + Sigmoid``) or MLP classifier with
+:func:`privot.learning.make_private` on the penalised objective
+``(1 - alpha) * BCE + alpha * W_2^2`` between the groups' score distributions
+(statistical parity, ``--criterion sp``, Eq. 5) or within each label (equality of odds,
+``eo``, Eq. 6), at a target ``(--epsilon, --delta)``. Into the output folder
+(:mod:`privot.cli._output`, :meth:`privot.learning.result.LearningResult.save`):
+
+publishable (public parameters and the noisy training only)
+    * ``model.pt`` -- the trained ``state_dict`` (rebuild with
+      :func:`privot.learning.result.load_model`);
+    * ``release.json`` -- the guarantee (epsilon by PLD, RDP and the paper's GDP-CLT
+      figure, delta, sigma, sensitivity, the public group and batch sizes), the epsilon
+      curve, the architecture, the feature encoding and the hyperparameters;
+    * ``privacy.png`` -- epsilon spent along the steps.
+
+curator-only (never publish)
+    * ``curator-metrics.json`` -- accuracy, demographic-parity and equalized-odds
+      differences (bootstrap intervals) on the train and test splits, at initialisation
+      and after training;
+    * ``curator-scores.png`` -- score distributions per group, before and after;
+    * ``curator-training.png`` -- the batch losses along the steps;
+    * ``curator-report.json`` -- rows read, values clipped or missing per column, label
+      counts, timings, data warnings.
+
+Encoding (row by row, never fitted to the data): a numeric column needs public bounds
+``--bounds col:lo:hi`` (values clipped into them and scaled to ``[0, 1]``; a missing or
+non-numeric value becomes 0.5, the middle); a categorical column needs its public
+category list ``--categories col:a|b|c`` (one-hot; any other or missing value is all
+zeros). A feature without either is refused: privot never derives bounds or categories
+from the data. The target is 1 where it equals ``--positive``, else 0. The sensitive
+column must hold exactly the two ``--sensitive-values``.
+
+Steps: ``round(--epochs / --batch-fraction)``, so that each record is drawn about
+``--epochs`` times on average. Default ``--delta``: ``1/n^2``, ``n`` the number of
+training rows (the sum of the public group sizes).
+
+Privacy
+-------
+Unit: one record (row) of one group. Relation: replace one record inside one group (~k
+of Def. 2.1 of paper 004, k = 2 groups for sp, 4 for eo); **group sizes are public**
+(Remark 6.2), hence so are the training rows ``n``, the batch sizes, the sampling rate,
+the sensitivity and the default delta. Sensitivity: Thm 6.1 (computed from ``--clip``,
+``--M``, ``--L``, ``--alpha`` and the batch sizes). Guarantee: ``(epsilon, delta)``-DP of
+the trained parameters by privot's fixed-size PLD accountant over all the steps
+(:mod:`privot.learning.private`); the model's initialisation and the train/test split do
+not depend on the data. The test split is never seen by the training. Seeded runs
+(``--seed``) are reproducible and not fit for publication.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from privot.cli._common import (
+    add_output_arguments,
+    add_seed_argument,
+    add_text_file_arguments,
+    positive_float,
+    rng_from_args,
+)
+from privot.errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["register"]
+
+# Parsing imports neither numpy nor torch: these repeat the library's choices
+# (privot.learning.groups.CRITERIA, privot.learning.result.MODELS,
+# privot.learning.clipping.JACOBIAN_CLIPPINGS); tests/cli/test_cli_learn.py checks them.
+_CRITERIA = ("sp", "eo")
+_MODELS = ("logistic", "mlp")
+_JACOBIAN_CLIPPINGS = ("spectral", "per-coordinate")
+_OPTIMIZERS = ("sgd", "adam")
+
+PUBLISHABLE = ("model.pt", "release.json", "privacy.png")
+MISSING_NUMERIC = 0.5
+#: Checkpoints of the epsilon curve in release.json and privacy.png.
+CURVE_POINTS = 20
+#: Bootstrap resamples of the curator metrics.
+BOOTSTRAP = 200
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "learn", help="a fair classifier trained with DP-SGD (paper 004)",
+        description="Train a logistic or MLP classifier with DP-SGD on a binary target, "
+                    "penalised by the squared Wasserstein distance between the score "
+                    "distributions of two groups (statistical parity or equality of "
+                    "odds), with clipped Wasserstein gradients (Rodriguez-Vitores, "
+                    "Lalanne, Loubes). Unit: one record of one group; group sizes are "
+                    "public. Features are encoded with public bounds and category lists "
+                    "only.",
+        epilog="Publishable: model.pt, release.json, privacy.png. Curator-only, never "
+               "publish: curator-metrics.json, curator-scores.png, curator-training.png, "
+               "curator-report.json. Exit status: 0 on success, 2 on invalid input.")
+    p.add_argument("input", metavar="INPUT", help="CSV, TSV or Parquet file (or folder)")
+    p.add_argument("--target", required=True, metavar="COL", help="the label column")
+    p.add_argument("--positive", default="1", metavar="VALUE",
+                   help="the target value that is class 1; any other value is 0 "
+                        "(default: %(default)s)")
+    p.add_argument("--sensitive", required=True, metavar="COL",
+                   help="the sensitive attribute's column")
+    p.add_argument("--sensitive-values", required=True, metavar="V0,V1",
+                   help="its two classes (public); a row with another value is refused")
+    p.add_argument("--features", default=None, metavar="A,B,...",
+                   help="feature columns (default: the columns of --bounds, then of "
+                        "--categories)")
+    p.add_argument("--bounds", default=None, metavar="COL:LO:HI,...",
+                   help="public bounds of each numeric feature: values are clipped into "
+                        "them and scaled to [0, 1]; never taken from the data")
+    p.add_argument("--categories", default=None, metavar="COL:A|B|C,...",
+                   help="public category list of each categorical feature (one-hot; "
+                        "another value encodes as all zeros)")
+    p.add_argument("--criterion", choices=_CRITERIA, default="sp",
+                   help="fairness penalty: sp (statistical parity, Eq. 5) or eo "
+                        "(equality of odds, Eq. 6) (default: %(default)s)")
+    p.add_argument("--alpha", type=positive_float, default=0.5,
+                   help="weight of the Wasserstein penalty, in [0, 1] (default: "
+                        "%(default)s)")
+    p.add_argument("--epsilon", type=positive_float, required=True,
+                   help="target epsilon of the whole training (> 0)")
+    p.add_argument("--delta", type=positive_float, default=None,
+                   help="target delta, in (0, 1) (default: 1/n^2, n = training rows, the "
+                        "sum of the public group sizes)")
+    p.add_argument("--epochs", type=positive_float, default=20.0,
+                   help="passes over the data: steps = round(epochs / batch-fraction), "
+                        "so each record is drawn about EPOCHS times (default: "
+                        "%(default)s)")
+    p.add_argument("--batch-fraction", type=positive_float, default=0.2, metavar="Q",
+                   help="batch size over group size, per group, in (0, 1] (default: "
+                        "%(default)s, the paper's 1/5)")
+    p.add_argument("--model", choices=_MODELS, default="logistic",
+                   help="logistic (Linear + Sigmoid, the paper's) or mlp (default: "
+                        "%(default)s)")
+    p.add_argument("--hidden", default="64,64", metavar="W1,W2,...",
+                   help="hidden widths of the MLP (default: %(default)s)")
+    p.add_argument("--clip", type=positive_float, default=5.0,
+                   help="C: per-example clipping of the loss gradients (default: "
+                        "%(default)s)")
+    p.add_argument("--M", type=positive_float, default=1.0, dest="M",
+                   help="M: clipping of the scores in the penalty (default: %(default)s)")
+    p.add_argument("--L", type=positive_float, default=1.0, dest="L",
+                   help="L: clipping of the per-example Jacobians (default: %(default)s)")
+    p.add_argument("--jacobian-clipping", choices=_JACOBIAN_CLIPPINGS, default="spectral",
+                   help="exact spectral clipping, or the paper's per-coordinate clipping "
+                        "(Remark A.2) (default: %(default)s)")
+    p.add_argument("--lr", type=positive_float, default=0.05,
+                   help="learning rate (default: %(default)s, the paper's)")
+    p.add_argument("--optimizer", choices=_OPTIMIZERS, default="sgd",
+                   help="torch optimizer fed the noisy gradients (default: %(default)s)")
+    p.add_argument("--test-fraction", type=positive_float, default=0.2,
+                   help="rows held out for the curator's metrics, in [0, 1); never seen "
+                        "by the training (default: %(default)s)")
+    p.add_argument("--show-metrics", action="store_true",
+                   help="also print the curator's metrics (accuracy, DP and EO "
+                        "differences; NOT private) on stderr")
+    verbosity = p.add_mutually_exclusive_group()
+    verbosity.add_argument("--progress", action="store_true",
+                           help="show a progress bar on stderr (its loss values are the "
+                                "curator's)")
+    verbosity.add_argument("--quiet", action="store_true",
+                           help="print nothing but errors and warnings")
+    add_text_file_arguments(p)
+    add_output_arguments(p, "privot-learn")
+    add_seed_argument(p)
+    p.set_defaults(handler=_run)
+
+
+# -- parsing the public encodings ---------------------------------------------------------
+
+def _split_list(text: str | None, flag: str) -> list[str]:
+    if text is None:
+        return []
+    items = [t.strip() for t in text.split(",")]
+    if not all(items):
+        raise InvalidParameterError(flag, text, "comma-separated non-empty items")
+    return items
+
+
+def _parse_bounds(text: str | None) -> dict[str, tuple[float, float]]:
+    import math
+
+    out: dict[str, tuple[float, float]] = {}
+    for item in _split_list(text, "--bounds"):
+        parts = item.rsplit(":", 2)
+        try:
+            if len(parts) != 3 or not parts[0]:
+                raise ValueError
+            lo, hi = float(parts[1]), float(parts[2])
+        except ValueError:
+            raise InvalidParameterError("--bounds", item, "COL:LO:HI with numbers LO < HI"
+                                        ) from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise InvalidParameterError("--bounds", item, "finite LO < HI")
+        if parts[0] in out:
+            raise InvalidParameterError("--bounds", item, f"one entry per column "
+                                        f"({parts[0]!r} repeated)")
+        out[parts[0]] = (lo, hi)
+    return out
+
+
+def _parse_categories(text: str | None) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for item in _split_list(text, "--categories"):
+        col, sep, rest = item.rpartition(":")
+        cats = [c.strip() for c in rest.split("|")]
+        if not sep or not col or not all(cats) or len(set(cats)) != len(cats):
+            raise InvalidParameterError("--categories", item,
+                                        "COL:A|B|C with distinct non-empty categories")
+        if col in out:
+            raise InvalidParameterError("--categories", item, f"one entry per column "
+                                        f"({col!r} repeated)")
+        out[col] = cats
+    return out
+
+
+def _features(args: argparse.Namespace, bounds: dict, categories: dict) -> list[str]:
+    both = sorted(set(bounds) & set(categories))
+    if both:
+        raise InvalidParameterError("--categories", both[0],
+                                    "a column not also in --bounds (numeric or "
+                                    "categorical, not both)")
+    if args.features is not None:
+        features = _split_list(args.features, "--features")
+        if len(set(features)) != len(features):
+            raise InvalidParameterError("--features", args.features, "distinct columns")
+        for col in features:
+            if col not in bounds and col not in categories:
+                raise InvalidParameterError(
+                    "--features", col,
+                    f"a column with a public encoding: give --bounds {col}:LO:HI for a "
+                    f"numeric column or --categories {col}:A|B|C for a categorical one "
+                    "(privot never takes them from the data)")
+        unused = [c for c in (*bounds, *categories) if c not in features]
+        if unused:
+            flag = "--bounds" if unused[0] in bounds else "--categories"
+            raise InvalidParameterError(flag, unused[0], "a column listed in --features")
+    else:
+        features = [*bounds, *categories]
+        if not features:
+            raise InvalidParameterError("--features", None,
+                                        "at least one feature with a public encoding "
+                                        "(--bounds COL:LO:HI or --categories COL:A|B|C)")
+    if args.target in features:
+        raise InvalidParameterError("--features", args.target,
+                                    "columns other than the --target")
+    return features
+
+
+def _check_positive(value: float, flag: str) -> float:
+    import math
+
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidParameterError(flag, value, "a finite number > 0")
+    return float(value)
+
+
+def _hidden(text: str) -> tuple[int, ...]:
+    try:
+        widths = tuple(int(t) for t in _split_list(text, "--hidden"))
+    except ValueError:
+        raise InvalidParameterError("--hidden", text, "comma-separated integers >= 1"
+                                    ) from None
+    if not widths or min(widths) < 1:
+        raise InvalidParameterError("--hidden", text, "comma-separated integers >= 1")
+    return widths
+
+
+def _as_text(value: Any) -> str | None:
+    """A cell as text (CSV cells are text already; Parquet numbers are not)."""
+    if value is None:
+        return None
+    if isinstance(value, float):
+        if value != value:
+            return None
+        if value.is_integer():
+            return str(int(value))
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value).strip()
+
+
+# -- encoding (row by row, public rules) ----------------------------------------------------
+
+def _encode(cols: dict, features: list[str], bounds: dict, categories: dict,
+            n: int) -> tuple[np.ndarray, list[str], dict]:
+    import numpy as np
+
+    blocks, names, stats = [], [], {}
+    for col in features:
+        if col in bounds:
+            lo, hi = bounds[col]
+            v = np.asarray(cols[col], dtype=np.float64)
+            missing = ~np.isfinite(v)
+            clipped = np.clip(np.where(missing, lo, v), lo, hi)
+            enc = np.where(missing, MISSING_NUMERIC, (clipped - lo) / (hi - lo))
+            stats[col] = {"missing_or_non_numeric": int(missing.sum()),
+                          "below_bounds": int((v[~missing] < lo).sum()),
+                          "above_bounds": int((v[~missing] > hi).sum())}
+            blocks.append(enc[:, None])
+            names.append(col)
+        else:
+            cats = categories[col]
+            text = [_as_text(v) for v in cols[col].tolist()]
+            index = {c: i for i, c in enumerate(cats)}
+            onehot = np.zeros((n, len(cats)))
+            other = 0
+            for r, t in enumerate(text):
+                i = index.get(t)
+                if i is None:
+                    other += 1
+                else:
+                    onehot[r, i] = 1.0
+            stats[col] = {"other_or_missing": other}
+            blocks.append(onehot)
+            names += [f"{col}={c}" for c in cats]
+    return np.hstack(blocks).astype(np.float32), names, stats
+
+
+def _encoding_release(features, bounds, categories, names) -> dict:
+    encoding = []
+    for col in features:
+        if col in bounds:
+            encoding.append({"column": col, "kind": "numeric", "bounds": list(bounds[col]),
+                             "rule": "clipped into the bounds, then (v - lo) / (hi - lo); "
+                                     f"missing or non-numeric -> {MISSING_NUMERIC}"})
+        else:
+            encoding.append({"column": col, "kind": "categorical",
+                             "categories": list(categories[col]),
+                             "rule": "one-hot over the public categories; any other or "
+                                     "missing value -> all zeros"})
+    return {"columns": names, "encoding": encoding,
+            "note": "bounds and category lists are public parameters given by the caller, "
+                    "never derived from the data"}
+
+
+# -- the command -------------------------------------------------------------------------------
+
+def _run(args: argparse.Namespace) -> int:
+    import math
+
+    from privot._validation import check_delta, check_epsilon, check_probability
+
+    # -- every parameter checked before the data is read (nothing data-dependent) -------
+    epsilon = check_epsilon(args.epsilon, "--epsilon")
+    delta = (None if args.delta is None
+             else check_delta(args.delta, "--delta", allow_zero=False))
+    alpha = check_probability(args.alpha, "--alpha")
+    clip = _check_positive(args.clip, "--clip")
+    M = _check_positive(args.M, "--M")
+    L = _check_positive(args.L, "--L")
+    lr = _check_positive(args.lr, "--lr")
+    epochs = _check_positive(args.epochs, "--epochs")
+    q = check_probability(args.batch_fraction, "--batch-fraction", open_left=True)
+    if not (0 <= args.test_fraction < 1) or math.isnan(args.test_fraction):
+        raise InvalidParameterError("--test-fraction", args.test_fraction,
+                                    "a number in [0, 1)")
+    hidden = _hidden(args.hidden) if args.model == "mlp" else ()
+    values = _split_list(args.sensitive_values, "--sensitive-values")
+    if len(values) != 2 or values[0] == values[1]:
+        raise InvalidParameterError("--sensitive-values", args.sensitive_values,
+                                    "exactly two distinct values V0,V1")
+    if args.sensitive == args.target:
+        raise InvalidParameterError("--sensitive", args.sensitive,
+                                    "a column other than the --target")
+    bounds = _parse_bounds(args.bounds)
+    categories = _parse_categories(args.categories)
+    features = _features(args, bounds, categories)
+    steps = max(1, round(epochs / q))
+
+    from privot.cli._output import OutputFolder, capture_data_warnings
+
+    out = OutputFolder(args.output, command="learn", force=args.force,
+                       publishable=PUBLISHABLE)
+    out.check()  # before the data is read or anything computed
+    rng = rng_from_args(args)
+    say = (lambda *a, **k: None) if args.quiet else print  # noqa: E731
+
+    import numpy as np
+
+    from privot.engines import read_columns
+    from privot.errors import InvalidDataError
+    from privot.learning import fairness_groups, make_private
+    from privot.learning._torch import torch
+    from privot.learning.result import LearningResult, build_classifier, describe_classifier
+
+    seconds: dict[str, float] = {}
+    with capture_data_warnings("learn") as data_warnings:
+        start = time.perf_counter()
+        wanted = [args.target, args.sensitive, *features]
+        cols = read_columns(args.input, columns=wanted, float_columns=list(bounds),
+                            sep=args.sep)
+        n = len(cols[args.target])
+        if n == 0:
+            raise InvalidDataError(f"{args.input} has no rows (a header-only file?); "
+                                   "nothing was trained or written")
+        x, names, column_stats = _encode(cols, features, bounds, categories, n)
+        target_text = [_as_text(v) for v in cols[args.target].tolist()]
+        y = np.asarray([t == args.positive for t in target_text], dtype=np.int64)
+        sens_text = np.asarray([_as_text(v) for v in cols[args.sensitive].tolist()],
+                               dtype=object)
+        known = (sens_text == values[0]) | (sens_text == values[1])
+        if not known.all():
+            raise InvalidParameterError(
+                "--sensitive-values", args.sensitive_values,
+                f"the classes of column {args.sensitive!r}, which holds other (or "
+                "missing) values too; filter those rows first")
+        missing = [v for v in values if not (sens_text == v).any()]
+        if missing:
+            raise InvalidParameterError("--sensitive-values", args.sensitive_values,
+                                        f"two classes present in column "
+                                        f"{args.sensitive!r}; {missing} never occurs")
+        a = (sens_text == values[1]).astype(np.int64)
+        seconds["read_and_encode"] = time.perf_counter() - start
+
+        # -- split: data-independent randomness, sizes from n only -------------------
+        split_rng = rng if rng is not None else np.random.default_rng()
+        perm = split_rng.permutation(n)
+        n_test = int(round(args.test_fraction * n)) if args.test_fraction > 0 else 0
+        if args.test_fraction > 0 and not (1 <= n_test <= n - 2):
+            raise InvalidParameterError("--test-fraction", args.test_fraction,
+                                        f"a fraction leaving at least one test row and "
+                                        f"two training rows of the {n}")
+        test, train = np.sort(perm[:n_test]), np.sort(perm[n_test:])
+        groups_ = {"train": train, **({"test": test} if n_test else {})}
+        group_names = [f"A={v}" for v in values]
+        for name, value in zip(group_names, (0, 1), strict=True):
+            size = int((a[train] == value).sum())
+            if size < 2:
+                raise InvalidParameterError(
+                    "--sensitive", args.sensitive,
+                    f"at least 2 training rows per group; group {name} has {size} "
+                    "(a Wasserstein term needs two)")
+
+        groups = fairness_groups(x[train].copy(), y[train].copy(),
+                                 np.asarray(sens_text[train], dtype=str),
+                                 criterion=args.criterion,
+                                 sensitive_values=tuple(values))
+        n_train = sum(groups.sizes.values())  # public: the sum of the group sizes
+        if delta is None:
+            delta = 1.0 / n_train ** 2
+
+        # -- the model: initialisation from public randomness only -------------------
+        init_seed = None if rng is None else int(rng.integers(2**62))
+        model = build_classifier(x.shape[1], model=args.model, hidden=hidden or (64, 64),
+                                 seed=init_seed)
+        if args.optimizer == "sgd":
+            optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        else:
+            optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+
+        def scores_of(rows):
+            with torch.no_grad():
+                return model(torch.as_tensor(x[rows])).reshape(-1).double().numpy()
+
+        before = {k: scores_of(r) for k, r in groups_.items()}
+        start = time.perf_counter()
+        trainer = make_private(model, optimizer, groups, penalty=args.criterion,
+                               alpha=alpha, target_epsilon=epsilon, target_delta=delta,
+                               steps=steps, batch_fraction=q, clip=clip, M=M, L=L,
+                               loss="bce", jacobian_clipping=args.jacobian_clipping,
+                               rng=rng, sensitive_values=tuple(values))
+        seconds["calibration"] = time.perf_counter() - start
+        start = time.perf_counter()
+        trainer.train(progress=args.progress and not args.quiet)
+        seconds["training"] = time.perf_counter() - start
+        model.eval()
+        after = {k: scores_of(r) for k, r in groups_.items()}
+
+        # -- curator metrics ----------------------------------------------------------
+        from privot.learning.metrics import fairness_report
+
+        start = time.perf_counter()
+        metric_rng = None if rng is None else np.random.default_rng(int(rng.integers(2**62)))
+        metrics: dict[str, Any] = {"threshold": 0.5, "sensitive_values": {"0": values[0],
+                                                                          "1": values[1]}}
+        for when, scores in (("before", before), ("after", after)):
+            metrics[when] = {
+                k: fairness_report(y[r], scores[k], a[r], threshold=0.5,
+                                   n_resamples=BOOTSTRAP, rng=metric_rng).to_dict()
+                for k, r in groups_.items()}
+        seconds["metrics"] = time.perf_counter() - start
+
+    split = "test" if n_test else "train"
+    rows = groups_[split]
+    score_data = {"split": split, "sensitive": a[rows], "before": before[split],
+                  "after": after[split], "labels": tuple(values),
+                  "y_true": y[rows] if args.criterion == "eo" else None}
+    settings = {
+        "features": _encoding_release(features, bounds, categories, names),
+        "target": {"column": args.target, "positive": args.positive,
+                   "rule": "1 where the value equals the positive value, else 0"},
+        "sensitive": {"column": args.sensitive, "values": list(values),
+                      "groups": {f"A={v}": v for v in values}},
+        "hyperparameters": {
+            "criterion": args.criterion, "alpha": alpha, "epochs": epochs,
+            "batch_fraction": q, "steps": steps, "optimizer": args.optimizer, "lr": lr,
+            "clip": clip, "M": M, "L": L, "jacobian_clipping": args.jacobian_clipping,
+            "test_fraction": args.test_fraction, "loss": "bce",
+            "delta_rule": ("given (--delta)" if args.delta is not None else
+                           "1/n^2, n = training rows = the sum of the public group sizes")},
+        "public_by_relation": (
+            "group sizes are public under the relation (replace one record inside one "
+            "group, Remark 6.2 of paper 004); so are the training rows n, the batch sizes, "
+            "the sampling rate, the sensitivity and the default delta, which are functions "
+            "of them. Nothing else in this file is computed from the data: metrics, losses, "
+            "scores and other counts are in the curator- files only."),
+    }
+    curator = {"rows_read": n, "rows_train": int(train.size), "rows_test": int(n_test),
+               "positives": int(y.sum()),
+               "rows_per_sensitive_value": {values[0]: int((a == 0).sum()),
+                                            values[1]: int((a == 1).sum())},
+               "columns": column_stats, "seconds": seconds,
+               "data_warnings": list(data_warnings)}
+    result = LearningResult.from_trainer(
+        trainer, architecture=describe_classifier(x.shape[1], model=args.model,
+                                                  hidden=hidden),
+        settings=settings, metrics=metrics, scores=score_data, curator=curator,
+        curve_points=CURVE_POINTS)
+    out.open()
+    written = result.save(out.path)
+    out.written_public += written["publishable"]
+    out.written_curator += written["curator"]
+
+    p = result.privacy
+    say(f"privot learn: {args.model} classifier, {args.criterion} penalty alpha={alpha:g}, "
+        f"{steps} DP-SGD steps at sampling rate {p['sampling_rate']:.4g}: epsilon = "
+        f"{p['epsilon']:.4g} (PLD upper bound; paper's GDP-CLT figure "
+        f"{p['epsilon_paper_gdp_clt']:.4g}), delta = {p['delta']:.3g}, sigma = "
+        f"{p['noise_multiplier']:.4g} (unit = one record of one group; group sizes "
+        "public)" + ("" if result.secure else "; SEEDED: not for publication"))
+    say(out.listing())
+    if args.show_metrics and not args.quiet:
+        m0, m1 = metrics["before"][split], metrics["after"][split]
+
+        def pair(key):
+            v0, v1 = m0[key], m1[key]
+            v0 = v0["estimate"] if v0 else None
+            v1 = v1["estimate"] if v1 else None
+            return f"{v0:.3f} -> {v1:.3f}" if v0 is not None and v1 is not None else "n/a"
+
+        print(f"privot learn: curator only (not private), {split} split, init -> trained: "
+              f"accuracy {pair('accuracy')}, DP difference "
+              f"{pair('demographic_parity_difference')}, EO difference "
+              f"{pair('equalized_odds_difference')}", file=sys.stderr)
+    return 0
