@@ -135,6 +135,8 @@ def test_nonfinite_outputs_contribute_nothing_and_the_step_still_answers():
     (dict(jacobian_clipping="frobenius"), "jacobian_clipping"),
     (dict(loss="hinge"), "loss"),
     (dict(steps=0), "steps"),
+    (dict(noise_multiplier=1e-4), "noise_multiplier"),
+    (dict(target_epsilon=1e3), "target_epsilon"),
 ])
 def test_bad_parameters_name_themselves(kw, match):
     with pytest.raises(InvalidParameterError, match=match):

@@ -121,13 +121,37 @@ class StepRecord:
     seconds: float
 
 
+#: The smallest noise multiplier accepted: below it a run's epsilon is in the hundreds
+#: (sigma = 0.5, p = 0.2, 300 steps: about 140) and the PLD grid no longer fits in memory.
+MIN_NOISE_MULTIPLIER = 0.5
+#: The largest target epsilon accepted (a larger one would call for sigma below the floor).
+MAX_TARGET_EPSILON = 100.0
+
+
 @dataclass
 class _Calibration:
     noise_multiplier: float
     epsilon: float
-    epsilon_rdp: float | None
     epsilon_paper: float
     calibrated: bool
+    steps: int
+    sampling_rate: float
+    delta: float
+    _epsilon_rdp: float | None = None
+
+    @property
+    def epsilon_rdp(self) -> float | None:
+        """dp-accounting's RDP bound for the same event (computed once, on demand)."""
+        if self._epsilon_rdp is None:
+            from privot.privacy.accounting import rdp_epsilon
+
+            try:
+                self._epsilon_rdp = rdp_epsilon(
+                    noise_multiplier=self.noise_multiplier, sampling_rate=self.sampling_rate,
+                    steps=self.steps, delta=self.delta, sampling="fixed-size")
+            except (ValueError, OverflowError):  # dp-accounting refuses extreme inputs
+                return None
+        return self._epsilon_rdp
 
 
 @dataclass
@@ -492,24 +516,26 @@ def _calibrate(target_epsilon, noise_multiplier, delta: float, steps: int, q: fl
         calibrate_noise_multiplier,
         gdp_clt_epsilon,
         pld_epsilon,
-        rdp_epsilon,
     )
 
     kw = dict(sampling_rate=q, steps=steps, delta=delta, sampling="fixed-size")
     if noise_multiplier is None:
+        if target_epsilon > MAX_TARGET_EPSILON:
+            raise InvalidParameterError("target_epsilon", target_epsilon,
+                                        f"at most {MAX_TARGET_EPSILON:g}")
         cal = calibrate_noise_multiplier(target_epsilon, delta, steps=steps, sampling_rate=q,
                                          accountant="pld", sampling="fixed-size")
         sigma, eps, calibrated = cal.noise_multiplier, cal.epsilon, True
     else:
         sigma = _check_bound(noise_multiplier, "noise_multiplier")
+        if sigma < MIN_NOISE_MULTIPLIER:
+            raise InvalidParameterError("noise_multiplier", noise_multiplier,
+                                        f"at least {MIN_NOISE_MULTIPLIER} (below it epsilon "
+                                        "is in the hundreds)")
         eps = pld_epsilon(noise_multiplier=sigma, **kw)
         calibrated = False
-    try:
-        eps_rdp = rdp_epsilon(noise_multiplier=sigma, **kw)
-    except (ValueError, OverflowError):  # dp-accounting refuses some extreme inputs
-        eps_rdp = None
     eps_paper = gdp_clt_epsilon(noise_multiplier=sigma, **kw)
-    return _Calibration(sigma, float(eps), eps_rdp, float(eps_paper), calibrated)
+    return _Calibration(sigma, float(eps), float(eps_paper), calibrated, steps, q, delta)
 
 
 def _probe_model(model, groups: Groups) -> None:
