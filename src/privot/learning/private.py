@@ -40,6 +40,7 @@ are for the curator only.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -510,31 +511,45 @@ def _batch_sizes(groups: Groups, batch_fraction, batch_sizes) -> tuple:
     return tuple(sizes)
 
 
+@functools.lru_cache(maxsize=128)
+def _calibrated_sigma(target_epsilon: float, delta: float, steps: int, q: float
+                      ) -> tuple[float, float]:
+    """PLD calibration, cached: sweeps of alpha at one (eps, delta, T, p) pay it once."""
+    from privot.privacy.accounting import calibrate_noise_multiplier
+
+    cal = calibrate_noise_multiplier(target_epsilon, delta, steps=steps, sampling_rate=q,
+                                     accountant="pld", sampling="fixed-size")
+    return cal.noise_multiplier, cal.epsilon
+
+
+@functools.lru_cache(maxsize=128)
+def _pld_epsilon(sigma: float, delta: float, steps: int, q: float) -> float:
+    from privot.privacy.accounting import pld_epsilon
+
+    return float(pld_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps,
+                             delta=delta, sampling="fixed-size"))
+
+
 def _calibrate(target_epsilon, noise_multiplier, delta: float, steps: int, q: float
                ) -> _Calibration:
-    from privot.privacy.accounting import (
-        calibrate_noise_multiplier,
-        gdp_clt_epsilon,
-        pld_epsilon,
-    )
+    from privot.privacy.accounting import gdp_clt_epsilon
 
-    kw = dict(sampling_rate=q, steps=steps, delta=delta, sampling="fixed-size")
     if noise_multiplier is None:
         if target_epsilon > MAX_TARGET_EPSILON:
             raise InvalidParameterError("target_epsilon", target_epsilon,
                                         f"at most {MAX_TARGET_EPSILON:g}")
-        cal = calibrate_noise_multiplier(target_epsilon, delta, steps=steps, sampling_rate=q,
-                                         accountant="pld", sampling="fixed-size")
-        sigma, eps, calibrated = cal.noise_multiplier, cal.epsilon, True
+        sigma, eps = _calibrated_sigma(float(target_epsilon), delta, steps, q)
+        calibrated = True
     else:
         sigma = _check_bound(noise_multiplier, "noise_multiplier")
         if sigma < MIN_NOISE_MULTIPLIER:
             raise InvalidParameterError("noise_multiplier", noise_multiplier,
                                         f"at least {MIN_NOISE_MULTIPLIER} (below it epsilon "
                                         "is in the hundreds)")
-        eps = pld_epsilon(noise_multiplier=sigma, **kw)
+        eps = _pld_epsilon(sigma, delta, steps, q)
         calibrated = False
-    eps_paper = gdp_clt_epsilon(noise_multiplier=sigma, **kw)
+    eps_paper = gdp_clt_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps,
+                                delta=delta, sampling="fixed-size")
     return _Calibration(sigma, float(eps), float(eps_paper), calibrated, steps, q, delta)
 
 
