@@ -49,7 +49,13 @@ from typing import Any
 
 import numpy as np
 
-from privot._validation import check_delta, check_epsilon, check_int, check_probability
+from privot._validation import (
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_positive,
+    check_probability,
+)
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.learning._torch import func, torch
 from privot.learning.clipping import (
@@ -474,16 +480,6 @@ class PrivateWassersteinTrainer:
 # ---------------------------------------------------------------------------
 
 
-def _check_bound(value: object, name: str) -> float:
-    try:
-        v = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InvalidParameterError(name, value, "a finite number > 0") from None
-    if not math.isfinite(v) or v <= 0:
-        raise InvalidParameterError(name, value, "a finite number > 0")
-    return v
-
-
 def _batch_sizes(groups: Groups, batch_fraction, batch_sizes) -> tuple:
     if batch_sizes is not None:
         if isinstance(batch_sizes, Mapping):
@@ -541,7 +537,7 @@ def _calibrate(target_epsilon, noise_multiplier, delta: float, steps: int, q: fl
         sigma, eps = _calibrated_sigma(float(target_epsilon), delta, steps, q)
         calibrated = True
     else:
-        sigma = _check_bound(noise_multiplier, "noise_multiplier")
+        sigma = check_positive(noise_multiplier, "noise_multiplier")
         if sigma < MIN_NOISE_MULTIPLIER:
             raise InvalidParameterError("noise_multiplier", noise_multiplier,
                                         f"at least {MIN_NOISE_MULTIPLIER} (below it epsilon "
@@ -695,10 +691,10 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
     use_erm = alpha < 1 and loss_fn is not None
     if alpha < 1 and loss_fn is None:
         raise InvalidParameterError("loss", None, "a loss when alpha < 1")
-    clip = _check_bound(clip, "clip") if use_erm else float(clip or 0.0)
+    clip = check_positive(clip, "clip") if use_erm else float(clip or 0.0)
     if alpha > 0:
-        M = _check_bound(M, "M")
-        L = _check_bound(L, "L")
+        M = check_positive(M, "M")
+        L = check_positive(L, "L")
     if jacobian_clipping not in JACOBIAN_CLIPPINGS:
         raise InvalidParameterError("jacobian_clipping", jacobian_clipping,
                                     f"one of {JACOBIAN_CLIPPINGS}")
