@@ -585,8 +585,9 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
     Parameters
     ----------
     model : torch.nn.Module
-        Acts on each example alone (no batch norm in training mode); output ``(B,)`` or
-        ``(B, d)``; its initialisation must not depend on the data. CPU or CUDA.
+        Acts on each example alone (no batch norm or dropout in training mode); output
+        ``(B,)`` or ``(B, d)``; its initialisation must not depend on the data. CPU or
+        CUDA (the CUDA path has not been run on a GPU yet).
     optimizer : torch.optim.Optimizer
         Over the model's parameters; it sees only noisy gradients.
     groups : Groups or tuple
