@@ -255,14 +255,6 @@ def _features(args: argparse.Namespace, bounds: dict, categories: dict) -> list[
     return features
 
 
-def _check_positive(value: float, flag: str) -> float:
-    import math
-
-    if not math.isfinite(value) or value <= 0:
-        raise InvalidParameterError(flag, value, "a finite number > 0")
-    return float(value)
-
-
 def _hidden(text: str) -> tuple[int, ...]:
     try:
         widths = tuple(int(t) for t in _split_list(text, "--hidden"))
@@ -325,6 +317,20 @@ def _encode(cols: dict, features: list[str], bounds: dict, categories: dict,
     return np.hstack(blocks).astype(np.float32), names, stats
 
 
+def _curator_report(y_true, scores, sensitive, rng) -> dict | None:
+    """The curator's fairness report, or None where the data leave it undefined (a
+    group absent from a split): the budget is spent by now and the release must go out
+    whatever the data decide (the reason goes to the curator report)."""
+    from privot.errors import InvalidDataError
+    from privot.learning.metrics import fairness_report
+
+    try:
+        return fairness_report(y_true, scores, sensitive, threshold=0.5,
+                               n_resamples=BOOTSTRAP, rng=rng).to_dict()
+    except InvalidDataError as exc:
+        return {"undefined": str(exc)}
+
+
 def _encoding_release(features, bounds, categories, names) -> dict:
     encoding = []
     for col in features:
@@ -347,18 +353,24 @@ def _encoding_release(features, bounds, categories, names) -> dict:
 def _run(args: argparse.Namespace) -> int:
     import math
 
-    from privot._validation import check_delta, check_epsilon, check_probability
+    from privot._optional import require
+    from privot._validation import (
+        check_delta,
+        check_epsilon,
+        check_positive,
+        check_probability,
+    )
 
     # -- every parameter checked before the data is read (nothing data-dependent) -------
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     delta = (None if args.delta is None
              else check_delta(args.delta, "--delta", allow_zero=False))
     alpha = check_probability(args.alpha, "--alpha")
-    clip = _check_positive(args.clip, "--clip")
-    M = _check_positive(args.M, "--M")
-    L = _check_positive(args.L, "--L")
-    lr = _check_positive(args.lr, "--lr")
-    epochs = _check_positive(args.epochs, "--epochs")
+    clip = check_positive(args.clip, "--clip")
+    M = check_positive(args.M, "--M")
+    L = check_positive(args.L, "--L")
+    lr = check_positive(args.lr, "--lr")
+    epochs = check_positive(args.epochs, "--epochs")
     q = check_probability(args.batch_fraction, "--batch-fraction", open_left=True)
     if not (0 <= args.test_fraction < 1) or math.isnan(args.test_fraction):
         raise InvalidParameterError("--test-fraction", args.test_fraction,
@@ -381,6 +393,7 @@ def _run(args: argparse.Namespace) -> int:
     out = OutputFolder(args.output, command="learn", force=args.force,
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything computed
+    require("matplotlib.figure", "plot")  # the figures are written after the charge
     rng = rng_from_args(args)
     say = (lambda *a, **k: None) if args.quiet else print  # noqa: E731
 
@@ -476,17 +489,13 @@ def _run(args: argparse.Namespace) -> int:
         after = {k: scores_of(r) for k, r in groups_.items()}
 
         # -- curator metrics ----------------------------------------------------------
-        from privot.learning.metrics import fairness_report
-
         start = time.perf_counter()
         metric_rng = None if rng is None else np.random.default_rng(int(rng.integers(2**62)))
         metrics: dict[str, Any] = {"threshold": 0.5, "sensitive_values": {"0": values[0],
                                                                           "1": values[1]}}
         for when, scores in (("before", before), ("after", after)):
-            metrics[when] = {
-                k: fairness_report(y[r], scores[k], a[r], threshold=0.5,
-                                   n_resamples=BOOTSTRAP, rng=metric_rng).to_dict()
-                for k, r in groups_.items()}
+            metrics[when] = {k: _curator_report(y[r], scores[k], a[r], metric_rng)
+                             for k, r in groups_.items()}
         seconds["metrics"] = time.perf_counter() - start
 
     split = "test" if n_test else "train"
@@ -542,7 +551,7 @@ def _run(args: argparse.Namespace) -> int:
         m0, m1 = metrics["before"][split], metrics["after"][split]
 
         def pair(key):
-            v0, v1 = m0[key], m1[key]
+            v0, v1 = m0.get(key), m1.get(key)
             v0 = v0["estimate"] if v0 else None
             v1 = v1["estimate"] if v1 else None
             return f"{v0:.3f} -> {v1:.3f}" if v0 is not None and v1 is not None else "n/a"

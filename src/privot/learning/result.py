@@ -273,7 +273,13 @@ class LearningResult:
     def plot(self) -> dict[str, Any]:
         """The figures by file name: ``privacy.png`` (public) and, when the data are
         here, ``curator-scores.png`` and ``curator-training.png`` (curator-only)."""
-        figures = {"privacy.png": self._privacy_figure()}
+        return {**self._public_figures(), **self._curator_figures()}
+
+    def _public_figures(self) -> dict[str, Any]:
+        return {"privacy.png": self._privacy_figure()}
+
+    def _curator_figures(self) -> dict[str, Any]:
+        figures = {}
         if self.scores is not None:
             from privot.learning.plot import plot_score_distributions
 
@@ -311,16 +317,20 @@ class LearningResult:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         public, curator = [], []
+        # The publishable files first: nothing the curator's data decide (a figure of
+        # odd scores, say) can then stop the release after the budget was charged.
         torch.save({k: v.detach().cpu() for k, v in self.model.state_dict().items()},
                    folder / "model.pt")
         public.append("model.pt")
-        figures = self.plot()
-        for name, fig in figures.items():
+        for name, fig in self._public_figures().items():
             fig.savefig(folder / name, dpi=110, format="png")
-            (public if name in PUBLISHABLE_FILES else curator).append(name)
+            public.append(name)
         public.append("release.json")
         _write_json(folder / "release.json",
                    {**self.to_dict(), "publishable_files": sorted(public)})
+        for name, fig in self._curator_figures().items():
+            fig.savefig(folder / name, dpi=110, format="png")
+            curator.append(name)
         if self.metrics is not None:
             _write_json(folder / "curator-metrics.json",
                        {"warning": _CURATOR_NOTICE, **self.metrics})

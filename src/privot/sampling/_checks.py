@@ -12,6 +12,16 @@ Shapes used throughout :mod:`privot.sampling`:
 * ``base_measure``: ``(k_v,)``, non-negative, not necessarily a probability; the LDP
   polytope ``Q_{m, eps}`` is non-empty iff ``e^{-eps/2} sum(m) <= 1 <= e^{eps/2} sum(m)``
   (paper 003, Def. 2.2).
+
+Privacy
+-------
+No release here. Unit: one user's whole distribution ``mu``; relation: local (any two
+inputs of one user are neighbours, ``Neighbouring.LOCAL``). These checks only refuse
+inputs; the guarantee (eps-LDP because every output lies in the polytope of a public
+base measure, Prop. 3.2) belongs to :mod:`privot.sampling.mechanism`, derived in
+``docs/privacy/sampling.md``. The cost, base measure and epsilon checked here are public
+parameters; a refusal on ``mu`` happens before any sample is drawn or any budget is
+charged.
 """
 
 from __future__ import annotations
