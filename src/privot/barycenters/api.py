@@ -69,9 +69,10 @@ from privot.ot import (
 )
 from privot.ot._common import as_generator
 from privot.privacy import accounting
+from privot.privacy.events import ComposedEvent, GaussianEvent, PrivacyEvent, PureEvent
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender
 
-__all__ = ["METHODS", "default_projection_dim", "private_barycenter"]
+__all__ = ["METHODS", "default_projection_dim", "private_barycenter", "release_event"]
 
 METHODS = ("coreset", "perturbation")
 #: Share of the sample budget the perturbation method spends on its coreset anchor.
@@ -100,6 +101,39 @@ def default_projection_dim(n: int, d: int, *, p: float = 2, gamma: float = 0.5,
     return dp if dp < d else None
 
 
+
+
+def release_event(method: str, sample: PrivacyCost, anchor_epsilon: float = 0.0
+                  ) -> PrivacyEvent:
+    r"""What a private barycenter runs, in the form a budget ledger composes.
+
+    ``"coreset"``: Laplace counts on the levels of the partitions, pure
+    ``sample.epsilon``-DP in all (:class:`~privot.privacy.events.PureEvent`).
+    ``"perturbation"``: the coreset anchor (pure ``anchor_epsilon``) and Gaussian steps
+    calibrated to :math:`(\varepsilon - \varepsilon_a, \delta)`. Gaussian steps compose
+    to a :math:`\mu`-GDP release (Dong, Roth and Su, Cor. 3.3) that meets that pair, so
+    :math:`\mu \le \mu(\varepsilon - \varepsilon_a, \delta)`, the GDP parameter whose
+    curve passes through it: a valid, public description.
+
+    Parameters
+    ----------
+    method : {"coreset", "perturbation"}
+    sample : PrivacyCost
+        The budget the release runs with (after amplification, if any).
+    anchor_epsilon : float
+        The perturbation method's coreset anchor budget (0 for a public anchor).
+    """
+    if method == "coreset":
+        return PureEvent(sample.epsilon, "laplace-coreset")
+    parts: list[PrivacyEvent] = []
+    if anchor_epsilon > 0:
+        parts.append(PureEvent(anchor_epsilon, "laplace-coreset-anchor"))
+    eps_g = sample.epsilon - anchor_epsilon
+    # gdp_mu_for rounds down (the calibration's safe side); up by 1e-8 here (the
+    # description's safe side) to cover that rounding
+    mu = accounting.gdp_mu_for(eps_g, sample.delta) * (1.0 + 1e-8)
+    parts.append(GaussianEvent(1.0 / mu, eps_g, sample.delta))
+    return ComposedEvent(tuple(parts))
 
 
 def _sample_budget(epsilon: float, delta: float, sizes: list[int],
@@ -431,7 +465,9 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                                   delta=sample.delta, splits=kp, iterations=iterations,
                                   group_weights=beta, calibration=calibration)
     if accountant is not None:
-        accountant.spend(sample, mechanism=f"private-barycenter-{method}",
+        ran = release_event(method, sample, eps_anchor if method == "perturbation" else 0.0)
+        accountant.spend(PrivacyCost(sample.epsilon, sample.delta, event=ran),
+                         mechanism=f"private-barycenter-{method}",
                          relation=Neighbouring.REPLACE_ONE,
                          params={"m": mm, "k": k, "population_size": population_size})
     make = (_coresets_of_points(raw, bounds) if raw is not None

@@ -728,7 +728,13 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
 
         accountant = PrivacyAccountant(cal.epsilon, delta, name="learning-run")
     # Charge the whole run before any data is read.
-    accountant.spend(PrivacyCost(cal.epsilon, delta), mechanism=MECHANISM,
+    # the event says what runs (T fixed-size subsampled Gaussian steps), so that a budget
+    # ledger composes the run tightly with the data set's other releases
+    from privot.privacy.events import SubsampledGaussianEvent
+
+    event = SubsampledGaussianEvent(cal.noise_multiplier, q, steps, "fixed-size",
+                                    cal.epsilon, delta)
+    accountant.spend(PrivacyCost(cal.epsilon, delta, event=event), mechanism=MECHANISM,
                      relation=Neighbouring.REPLACE_ONE,
                      params={"noise_multiplier": cal.noise_multiplier,
                              "sensitivity": sens.value,

@@ -8,8 +8,11 @@ Knows nothing about optimal transport. Modules:
   :class:`~privot.privacy.types.Release`;
 * :mod:`privot.privacy.accounting` -- pure composition, amplification, GDP/PLD/RDP
   accounting and noise calibration;
-* :mod:`privot.privacy.budget` -- :class:`PrivacyAccountant`, the ledger that refuses
-  to overspend;
+* :mod:`privot.privacy.budget` -- :class:`PrivacyAccountant`, the in-process ledger
+  that refuses to overspend;
+* :mod:`privot.privacy.ledger` -- :class:`Ledger`, a data set's budget in one SQLite
+  file, shared by every run and capability (Renyi filter, PLD and basic composition);
+* :mod:`privot.privacy.events` -- what a release ran, in the form the ledger composes;
 * :mod:`privot.privacy.audit` -- empirical lower bounds on epsilon;
 * :mod:`privot.privacy.types` -- :class:`Neighbouring`, :class:`PrivacyCost`,
   :class:`Release`.
@@ -30,6 +33,7 @@ from privot.privacy.accounting import (
 )
 from privot.privacy.audit import AuditResult, audit
 from privot.privacy.budget import PrivacyAccountant
+from privot.privacy.ledger import Ledger
 from privot.privacy.mechanisms import (
     discrete_laplace_mechanism,
     exponential_mechanism,
@@ -41,6 +45,7 @@ from privot.privacy.types import Neighbouring, PrivacyCost, Release
 
 __all__ = [
     "AuditResult",
+    "Ledger",
     "Neighbouring",
     "NoiseCalibration",
     "PrivacyAccountant",

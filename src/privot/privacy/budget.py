@@ -165,6 +165,24 @@ class PrivacyAccountant:
         self._children: dict[str, PrivacyAccountant] = {}
         self._entries: list[LedgerEntry] = []  # shared with every descendant (root's list)
 
+    @staticmethod
+    def open(path: Any, *, capability: str = "api", unit: str | None = None,
+             relation: Any = None, convert: bool = False, output: str | None = None) -> Any:
+        """The accountant of a budget ledger file (:mod:`privot.privacy.ledger`).
+
+        Every ``spend`` is one atomic charge of the file, composed with everything
+        charged to it before, by any process. Create the file first
+        (``privot budget init`` or :meth:`privot.privacy.ledger.Ledger.create`).
+
+        Returns
+        -------
+        privot.privacy.ledger.LedgerAccountant
+        """
+        from privot.privacy.ledger import Ledger
+
+        return Ledger.open(path).accountant(capability=capability, unit=unit,
+                                            relation=relation, convert=convert, output=output)
+
     # -- identity ---------------------------------------------------------------------
 
     @property

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from privot._validation import check_delta, check_epsilon, check_positive
+from privot.errors import InvalidParameterError
 
 __all__ = ["Neighbouring", "PrivacyCost", "Release", "Spender"]
 
@@ -46,11 +47,15 @@ class PrivacyCost:
     mu : float or None
         When set, the release is also ``mu``-GDP (Dong, Roth and Su); accountants
         that understand GDP compose ``mu`` exactly instead of (epsilon, delta).
+    event : privot.privacy.events.PrivacyEvent or None
+        What ran, when the mechanism knows it better than ``(epsilon, delta, mu)`` say
+        (e.g. DP-SGD's subsampled Gaussian steps); the budget ledger composes it.
     """
 
     epsilon: float
     delta: float = 0.0
     mu: float | None = None
+    event: Any = None
 
     def __post_init__(self) -> None:
         if not (self.mu is not None and math.isinf(self.epsilon)):
@@ -58,6 +63,12 @@ class PrivacyCost:
         object.__setattr__(self, "delta", check_delta(self.delta))
         if self.mu is not None:
             object.__setattr__(self, "mu", check_positive(self.mu, "mu"))
+        if self.event is not None:
+            from privot.privacy.events import PrivacyEvent
+
+            if not isinstance(self.event, PrivacyEvent):
+                raise InvalidParameterError("event", self.event,
+                                            "None or a privot.privacy.events.PrivacyEvent")
 
     @property
     def is_pure(self) -> bool:

@@ -1,0 +1,841 @@
+r"""One privacy budget per data set, across runs and capabilities: the budget ledger.
+
+A ledger is one SQLite file (the standard library's ``sqlite3``: transactions, durable,
+one file the curator keeps next to the data) holding a data set's total
+``(epsilon, delta)``, its unit of privacy and neighbouring relation, and every release
+charged to it: capability, mechanism, parameters, the event that ran
+(:mod:`privot.privacy.events`), time and output folder.
+
+Charging is check-and-record inside one write transaction (``BEGIN IMMEDIATE``), so two
+processes charging the same file at once can never both pass the limit, and a charge
+is committed before any noise is drawn. :meth:`Ledger.release` charges a whole release
+up front ("pending"), hands the release an in-memory accountant of exactly that budget,
+and afterwards records what actually ran ("released") or that it failed ("failed";
+the charge stands). A process killed in between leaves the charge "pending": spent,
+never half written.
+
+Composition (derivations in ``docs/privacy/budget.md``):
+
+* ``filter="rdp"`` (default when delta > 0): a Renyi filter over a fixed grid of orders
+  (Feldman and Zrnic 2021, Thm 3.1, at each order; a union bound over the orders; the
+  order infinity is the pure-DP sum) -- valid when each release and its parameters are
+  chosen after seeing earlier answers (fully adaptive use);
+* ``filter="basic"``: sums of epsilons and deltas (Rogers et al. 2016's basic filter);
+* reported beside them: the privacy-loss-distribution composition (dp-accounting), the
+  tight figure when the sequence of releases was fixed in advance; natural PLD filters
+  are not valid under adaptive parameter choice, so it is shown, never enforced.
+
+Units and relations must agree; :func:`conversion_factor` lists the documented
+conversions a charge can ask for explicitly (``convert=True``).
+
+Privacy
+-------
+The ledger adds no noise. Unit and relation: the ledger's, stated at creation; every
+event is recorded under them (converted by group privacy where the caller asked).
+Guarantee: everything released through the ledger is, jointly, ``(epsilon, delta)``-DP
+for the ledger's unit and relation, under the filter named in the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privot._validation import check_delta, check_epsilon, check_probability
+from privot.errors import BudgetExceededError, InvalidParameterError
+from privot.privacy.events import (
+    PLD_DISCRETIZATION,
+    ComposedEvent,
+    PrivacyEvent,
+    event_for_cost,
+    event_from_dict,
+)
+from privot.privacy.types import Neighbouring, PrivacyCost
+
+__all__ = ["BudgetStatus", "FILTERS", "LEDGER_ENV", "Ledger", "LedgerAccountant",
+           "LedgerRelease", "ORDERS", "RELATIONS", "UNITS", "conversion_factor"]
+
+#: Environment variable naming the ledger every releasing command charges.
+LEDGER_ENV = "PRIVOT_LEDGER"
+UNITS = ("user", "row")
+RELATIONS = ("add-remove", "replace-one")
+FILTERS = ("rdp", "basic")
+#: Finite Renyi orders of the filter (the order infinity is added to them). Fixed in the
+#: code and stored in each file: a filter's orders must not depend on the answers.
+ORDERS = (1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0,
+          20.0, 24.0, 32.0, 48.0, 64.0, 128.0, 256.0)
+#: Relative slack in the limit checks (as :data:`privot.privacy.budget.RELATIVE_TOLERANCE`).
+RELATIVE_TOLERANCE = 1e-12
+STATUSES = ("pending", "released", "failed")
+_SCHEMA_VERSION = "1"
+_BUSY_TIMEOUT_S = 120.0
+
+
+def conversion_factor(unit: str, relation: str, ledger_unit: str,
+                      ledger_relation: str) -> int | None:
+    r"""Group size ``k`` that restates a release's guarantee for the ledger's, or None.
+
+    =======================  =========================  ===  =============================
+    release                  ledger                     k    why
+    =======================  =========================  ===  =============================
+    same unit and relation   same                       1    nothing to convert
+    u, add-remove            u, replace-one             2    replace = remove then add
+    user, add-remove         row, either                2    a row change = a user change
+    user, replace-one        row, replace-one           1    a row change = a user change
+    user or row, local       either unit, replace-one   1    one unit's input changes
+    anything else            --                         --   refused
+    =======================  =========================  ===  =============================
+
+    A local (LDP) release has no add/remove reading (adding a user adds a report), and a
+    row-level guarantee says nothing about a user with many rows.
+    """
+    if (unit, relation) == (ledger_unit, ledger_relation):
+        return 1
+    if relation == "local":
+        return 1 if ledger_relation == "replace-one" else None
+    if unit == ledger_unit and relation == "add-remove" and ledger_relation == "replace-one":
+        return 2
+    if unit == "user" and ledger_unit == "row":
+        if relation == "add-remove":
+            return 2
+        if relation == "replace-one" and ledger_relation == "replace-one":
+            return 1
+    return None
+
+
+@dataclass(frozen=True)
+class LedgerRelease:
+    """One row of the ledger (see :meth:`Ledger.releases`)."""
+
+    id: int
+    created: float
+    finished: float | None
+    status: str
+    capability: str
+    mechanism: str
+    unit: str
+    relation: str
+    conversion: int
+    epsilon: float
+    delta: float
+    event: PrivacyEvent
+    params: Mapping[str, Any]
+    output: str | None
+    pid: int
+    host: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict (the event as its dict)."""
+        out = {k: v for k, v in self.__dict__.items() if k not in ("event", "params")}
+        out["event"] = self.event.to_dict()
+        out["params"] = dict(self.params)
+        return out
+
+
+@dataclass(frozen=True)
+class BudgetStatus:
+    """What a ledger has spent and has left.
+
+    Attributes
+    ----------
+    total : (epsilon, delta)
+    spent_epsilon : float
+        The enforced filter's epsilon at the ledger's delta (``inf`` past it).
+    remaining_epsilon : float
+        ``max(0, total epsilon - spent_epsilon)``.
+    basic : (epsilon, delta)
+        Sums over the releases.
+    pld_epsilon : float or None
+        Tight composition at the ledger's delta (fixed plan of releases); None when not
+        computed or when delta is 0 (then it is the basic sum).
+    best_order : float or None
+        The Renyi order giving ``spent_epsilon`` (``inf``: the pure-DP sum).
+    approx_delta : (used, reserve)
+        Delta of releases known only by (eps, delta), and the reserve set aside.
+    releases : int
+    by_status : dict
+    """
+
+    total: tuple[float, float]
+    filter: str
+    spent_epsilon: float
+    remaining_epsilon: float
+    basic: tuple[float, float]
+    pld_epsilon: float | None
+    best_order: float | None
+    approx_delta: tuple[float, float]
+    releases: int
+    by_status: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict (infinities as strings)."""
+        def j(v: Any) -> Any:
+            if isinstance(v, float) and not math.isfinite(v):
+                return str(v)
+            if isinstance(v, tuple):
+                return [j(x) for x in v]
+            return v
+        return {k: j(v) for k, v in self.__dict__.items()}
+
+
+def _check_choice(value: object, name: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise InvalidParameterError(name, value, f"one of {list(allowed)}")
+    return str(value)
+
+
+def _relation_value(relation: object) -> str:
+    if isinstance(relation, Neighbouring):
+        return relation.value
+    allowed = [r.value for r in Neighbouring]
+    if relation not in allowed:
+        raise InvalidParameterError("relation", relation, f"one of {allowed}")
+    return str(relation)
+
+
+class Ledger:
+    """A data set's privacy budget, kept in one SQLite file.
+
+    Create one with :meth:`create` (``privot budget init``), open it with :meth:`open`.
+    Every method opens its own short connection, so a :class:`Ledger` object can be
+    shared by threads and many processes can use the same file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], _spec: dict[str, Any]) -> None:
+        self._path = Path(path)
+        self._spec = _spec
+        self._orders = np.asarray(_spec["orders"], dtype=float)
+
+    # -- creation -----------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], *, epsilon: float, delta: float = 0.0,
+               name: str | None = None, unit: str = "user", relation: str = "add-remove",
+               filter: str | None = None, approx_delta: float = 0.0) -> Ledger:
+        r"""Create a ledger file for one data set.
+
+        Parameters
+        ----------
+        path : path
+            The file to create (refused if it exists: a budget is never reset).
+        epsilon : float
+            Total epsilon > 0.
+        delta : float, default 0
+            Total delta in [0, 1).
+        name : str, optional
+            The data set's name (default: the file's stem).
+        unit : {"user", "row"}
+            The unit of privacy.
+        relation : {"add-remove", "replace-one"}
+        filter : {"rdp", "basic"}, optional
+            Default ``"rdp"`` when delta > 0, else ``"basic"``.
+        approx_delta : float, default 0
+            Part of ``delta`` reserved for releases known only by ``(eps, delta)`` (e.g.
+            shuffled heatmaps) under the Renyi filter, fixed now: the filter converts
+            with the rest. In [0, 1); a fraction of ``delta``.
+        """
+        path = Path(path)
+        eps = check_epsilon(epsilon, "epsilon")
+        dlt = check_delta(delta, "delta")
+        unit = _check_choice(unit, "unit", UNITS)
+        relation = _check_choice(_relation_value(relation), "relation", RELATIONS)
+        filt = filter if filter is not None else ("rdp" if dlt > 0 else "basic")
+        filt = _check_choice(filt, "filter", FILTERS)
+        if filt == "rdp" and dlt == 0:
+            raise InvalidParameterError("filter", "rdp", "'basic' when delta is 0 (the Renyi "
+                                        "filter converts to (eps, delta) with delta > 0)")
+        frac = check_probability(approx_delta, "approx_delta")
+        if frac >= 1:
+            raise InvalidParameterError("approx_delta", approx_delta, "a fraction in [0, 1)")
+        if name is None:
+            name = path.stem
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidParameterError("name", name, "a non-empty string")
+        if path.exists():
+            raise InvalidParameterError("path", str(path), "a file that does not exist yet "
+                                        "(a ledger is never re-initialised)")
+        if not path.parent.exists():
+            raise InvalidParameterError("path", str(path), "a path in an existing folder")
+        spec = {"version": _SCHEMA_VERSION, "name": name, "epsilon": eps, "delta": dlt,
+                "unit": unit, "relation": relation, "filter": filt,
+                "approx_delta": frac * dlt, "orders": list(ORDERS), "created": time.time()}
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        con = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            con.execute("PRAGMA journal_mode=DELETE")
+            con.execute("BEGIN")
+            con.execute("CREATE TABLE spec (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            con.execute(
+                "CREATE TABLE releases (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                "created REAL NOT NULL, finished REAL, status TEXT NOT NULL CHECK (status "
+                "IN ('pending', 'released', 'failed')), capability TEXT NOT NULL, "
+                "mechanism TEXT NOT NULL, unit TEXT NOT NULL, relation TEXT NOT NULL, "
+                "conversion INTEGER NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL, "
+                "approx_delta REAL NOT NULL, rdp TEXT NOT NULL, event TEXT NOT NULL, "
+                "params TEXT NOT NULL, output TEXT, pid INTEGER, host TEXT)")
+            con.executemany("INSERT INTO spec VALUES (?, ?)",
+                            [(k, json.dumps(v)) for k, v in spec.items()])
+            con.execute("COMMIT")
+        finally:
+            con.close()
+        try:
+            os.link(tmp, path)  # atomic, and refuses an existing file (two inits racing)
+        except FileExistsError as exc:
+            raise InvalidParameterError("path", str(path), "a file that does not exist "
+                                        "yet (a ledger is never re-initialised)") from exc
+        finally:
+            tmp.unlink(missing_ok=True)
+        return cls(path, spec)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Ledger:
+        """Open an existing ledger file (a crashed writer's journal is rolled back)."""
+        path = Path(path)
+        if not path.is_file():
+            raise InvalidParameterError("ledger", str(path),
+                                        "an existing ledger file (create one with "
+                                        "'privot budget init PATH --epsilon E')")
+        try:
+            con = cls._connect(path)
+            try:
+                rows = con.execute("SELECT key, value FROM spec").fetchall()
+            finally:
+                con.close()
+        except sqlite3.DatabaseError as exc:
+            raise InvalidParameterError("ledger", str(path),
+                                        f"a privot ledger file ({exc})") from exc
+        spec = {k: json.loads(v) for k, v in rows}
+        if spec.get("version") != _SCHEMA_VERSION:
+            raise InvalidParameterError("ledger", str(path),
+                                        f"a ledger of version {_SCHEMA_VERSION}")
+        return cls(path, spec)
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        con = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+        con.execute("PRAGMA synchronous=FULL")
+        return con
+
+    # -- identity -----------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        """The ledger file."""
+        return self._path
+
+    @property
+    def name(self) -> str:
+        """The data set's name."""
+        return str(self._spec["name"])
+
+    @property
+    def total(self) -> tuple[float, float]:
+        """``(epsilon, delta)``."""
+        return float(self._spec["epsilon"]), float(self._spec["delta"])
+
+    @property
+    def unit(self) -> str:
+        return str(self._spec["unit"])
+
+    @property
+    def relation(self) -> str:
+        return str(self._spec["relation"])
+
+    @property
+    def filter(self) -> str:
+        return str(self._spec["filter"])
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """Everything fixed at creation (a copy)."""
+        return dict(self._spec)
+
+    def __repr__(self) -> str:
+        st = self.status(pld=False)
+        return (f"Ledger({str(self._path)!r}, name={self.name!r}, total=(eps={self.total[0]:g}, "
+                f"delta={self.total[1]:g}), {self.unit}/{self.relation}, filter={self.filter!r}, "
+                f"spent eps={st.spent_epsilon:.4g}, releases={st.releases})")
+
+    # -- composition --------------------------------------------------------------------
+
+    def _filter_epsilon(self, rdp_sum: np.ndarray, inf_sum: float,
+                        approx_used: float) -> tuple[float, float | None]:
+        """The filter's epsilon at the ledger's delta and the order giving it."""
+        eps_t, dlt_t = self.total
+        if self.filter == "basic":
+            return math.nan, None
+        best, order = inf_sum, (math.inf if math.isfinite(inf_sum) else None)
+        reserve = float(self._spec["approx_delta"])
+        dlt_r = dlt_t - reserve
+        if dlt_r > 0 and approx_used <= reserve * (1 + RELATIVE_TOLERANCE):
+            a = self._orders
+            cand = rdp_sum + math.log(a.size / dlt_r) / (a - 1.0)
+            i = int(np.argmin(cand))
+            if cand[i] < best:
+                best, order = float(cand[i]), float(a[i])
+        return best, order
+
+    def _state(self, con: sqlite3.Connection) -> dict[str, Any]:
+        rows = con.execute("SELECT epsilon, delta, approx_delta, rdp FROM releases").fetchall()
+        rdp = np.zeros(self._orders.size)
+        inf_sum, eps_b, dlt_b, approx = 0.0, [], [], []
+        for eps, dlt, apx, r in rows:
+            vec = json.loads(r)
+            rdp = rdp + np.asarray(vec["finite"], dtype=float)
+            inf_sum += float(vec["inf"])
+            eps_b.append(eps)
+            dlt_b.append(dlt)
+            approx.append(apx)
+        return {"rdp": rdp, "inf": inf_sum, "eps": math.fsum(eps_b),
+                "delta": math.fsum(dlt_b), "approx": math.fsum(approx), "count": len(rows)}
+
+    def _rdp_record(self, event: PrivacyEvent) -> dict[str, Any]:
+        finite = event.rdp(self._orders)
+        # order infinity: the max divergence, finite only for pure (or approx-as-pure) parts
+        inf = math.fsum(e.basic()[0] if e.kind in ("pure", "approx") else math.inf
+                        for e in event.parts())
+        return {"finite": [float(x) for x in finite], "inf": inf}
+
+    def _over(self, state: dict[str, Any], event: PrivacyEvent,
+              rec: dict[str, Any]) -> str | None:
+        """Why adding ``event`` breaks the limit, or None."""
+        eps_t, dlt_t = self.total
+        tol = 1 + RELATIVE_TOLERANCE
+        e_new, d_new = event.basic()
+        if self.filter == "basic":
+            eps = state["eps"] + e_new
+            dlt = state["delta"] + d_new
+            if eps > eps_t * tol or dlt > dlt_t * tol:
+                return (f"basic composition would reach eps={eps:.6g}, delta={dlt:.3g} "
+                        f"(already spent eps={state['eps']:.6g}, delta={state['delta']:.3g})")
+            return None
+        approx = state["approx"] + event.approx_delta()
+        reserve = float(self._spec["approx_delta"])
+        if approx > reserve * tol:
+            return (f"its delta known only as (eps, delta) would reach {approx:.3g} but the "
+                    f"ledger reserved {reserve:.3g} for such releases (create the ledger "
+                    "with --approx-delta, or with --filter basic)")
+        rdp = state["rdp"] + np.asarray(rec["finite"])
+        spent, _ = self._filter_epsilon(rdp, state["inf"] + rec["inf"], approx)
+        if spent > eps_t * tol:
+            before, _ = self._filter_epsilon(state["rdp"], state["inf"], state["approx"])
+            return (f"the Renyi filter would reach eps={spent:.6g} at delta={dlt_t:.3g} "
+                    f"(already spent eps={before:.6g})")
+        return None
+
+    # -- charging -----------------------------------------------------------------------
+
+    def _resolve(self, event: PrivacyEvent, unit: str | None, relation: object,
+                 convert: bool) -> tuple[PrivacyEvent, str, str, int]:
+        if not isinstance(event, PrivacyEvent):
+            raise InvalidParameterError("event", event, "a privot.privacy.events.PrivacyEvent")
+        unit = self.unit if unit is None else _check_choice(unit, "unit", UNITS)
+        rel = self.relation if relation is None else _relation_value(relation)
+        k = conversion_factor(unit, rel, self.unit, self.relation)
+        if k is None:
+            raise InvalidParameterError(
+                "relation", f"{unit}/{rel}",
+                f"a release this ledger can record: it is {self.unit}/{self.relation} and no "
+                "documented conversion leads there (docs/privacy/budget.md); use a ledger "
+                "of the release's own unit and relation")
+        if (unit, rel) != (self.unit, self.relation) and not convert:
+            raise InvalidParameterError(
+                "convert", False,
+                f"True to record this {unit}/{rel} release on the {self.unit}/{self.relation} "
+                f"ledger as a group of {k} (its cost is restated, docs/privacy/budget.md); "
+                "units and relations are never mixed silently")
+        return event.grouped(k), unit, rel, k
+
+    def charge(self, event: PrivacyEvent | PrivacyCost, *, capability: str, mechanism: str,
+               unit: str | None = None, relation: object = None, convert: bool = False,
+               params: Mapping[str, Any] | None = None, output: str | None = None,
+               status: str = "released") -> LedgerRelease:
+        """Record a release, or raise :class:`~privot.errors.BudgetExceededError`.
+
+        Check and record happen in one write transaction: concurrent charges are
+        serialised and none can pass the limit. Nothing is recorded on refusal.
+
+        Parameters
+        ----------
+        event : PrivacyEvent or PrivacyCost
+            What the release runs (a cost is turned into its event).
+        capability, mechanism : str
+            For the report (``"heatmap"``, ``"laplace-levels"``...).
+        unit, relation : optional
+            The release's own; default the ledger's.
+        convert : bool, default False
+            Allow a documented conversion when they differ.
+        params : mapping, optional
+            Public parameters to keep (JSON; others become strings).
+        output : str, optional
+            Where the release is written.
+        status : {"released", "pending"}
+            ``"pending"`` for a charge made before the release runs (see :meth:`release`).
+        """
+        if isinstance(event, PrivacyCost):
+            event = event_for_cost(event, mechanism)
+        for nm, v in (("capability", capability), ("mechanism", mechanism)):
+            if not isinstance(v, str) or not v:
+                raise InvalidParameterError(nm, v, "a non-empty string")
+        if status not in ("released", "pending"):
+            raise InvalidParameterError("status", status, "'released' or 'pending'")
+        ev, unit, rel, k = self._resolve(event, unit, relation, convert)
+        rec = self._rdp_record(ev)
+        eps, dlt = ev.basic()
+        now = time.time()
+        row = (now, now if status == "released" else None, status, capability, mechanism,
+               unit, rel, k, eps, dlt, ev.approx_delta(), json.dumps(rec),
+               json.dumps(ev.to_dict()), json.dumps(_jsonable_params(params or {})),
+               None if output is None else str(output), os.getpid(), socket.gethostname())
+        con = self._connect(self._path)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                why = self._over(self._state(con), ev, rec)
+                if why is not None:
+                    raise BudgetExceededError(
+                        f"ledger {str(self._path)!r} ({self.name}, total eps={self.total[0]:g}, "
+                        f"delta={self.total[1]:g}) refuses {capability} {mechanism!r} asking "
+                        f"{ev.describe()}: {why}; nothing was recorded")
+                cur = con.execute(
+                    "INSERT INTO releases (created, finished, status, capability, mechanism, "
+                    "unit, relation, conversion, epsilon, delta, approx_delta, rdp, event, "
+                    "params, output, pid, host) VALUES "
+                    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                rid = int(cur.lastrowid)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        finally:
+            con.close()
+        return self.get(rid)
+
+    def finish(self, release_id: int, *, status: str, event: PrivacyEvent | None = None,
+               output: str | None = None) -> LedgerRelease:
+        """Close a pending charge: ``"released"`` (optionally with the event that ran) or
+        ``"failed"`` (the charge stands).
+
+        The recorded event is replaced only by one no larger in every description
+        (basic pair, each Renyi order, the approx delta), so closing never raises the
+        spending and never needs a new check.
+        """
+        if status not in ("released", "failed"):
+            raise InvalidParameterError("status", status, "'released' or 'failed'")
+        old = self.get(release_id)
+        if old.status != "pending":
+            raise InvalidParameterError("release_id", release_id, "a pending release")
+        sets = {"status": status, "finished": time.time()}
+        if output is not None:
+            sets["output"] = str(output)
+        if event is not None and status == "released":
+            ev = event.grouped(old.conversion)
+            rec, old_rec = self._rdp_record(ev), self._rdp_record(old.event)
+            e, d = ev.basic()
+            tol = 1 + 1e-9
+            smaller = (e <= old.epsilon * tol and d <= old.delta * tol
+                       and ev.approx_delta() <= old.event.approx_delta() * tol
+                       and rec["inf"] <= old_rec["inf"] * tol
+                       and all(a <= b * tol + 1e-15 for a, b in
+                               zip(rec["finite"], old_rec["finite"], strict=True)))
+            if smaller:
+                sets.update(event=json.dumps(ev.to_dict()), rdp=json.dumps(rec),
+                            epsilon=e, delta=d, approx_delta=ev.approx_delta())
+        con = self._connect(self._path)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute(f"UPDATE releases SET {', '.join(f'{k} = ?' for k in sets)} "
+                        "WHERE id = ?", (*sets.values(), release_id))
+            con.execute("COMMIT")
+        finally:
+            con.close()
+        return self.get(release_id)
+
+    @contextlib.contextmanager
+    def release(self, event: PrivacyEvent | PrivacyCost, *, capability: str, mechanism: str,
+                unit: str | None = None, relation: object = None, convert: bool = False,
+                params: Mapping[str, Any] | None = None,
+                output: str | None = None) -> Iterator[Any]:
+        """Charge a whole release up front, run it, record what ran.
+
+        Use as::
+
+            with ledger.release(PureEvent(1.0), capability="heatmap", mechanism="...",
+                                output="out/") as acct:
+                private_heatmap(..., epsilon=1.0, accountant=acct)
+
+        The charge is committed ("pending") before the block runs; the block gets a
+        :class:`~privot.privacy.budget.PrivacyAccountant` of exactly the charged
+        ``(epsilon, delta)`` for the release's pieces. On success the row becomes
+        "released" with the pieces' events when they are no larger than the charge; on
+        an exception it becomes "failed" and the charge stands (noise may have been
+        drawn). A killed process leaves it "pending", still counted.
+        """
+        from privot.privacy.budget import PrivacyAccountant
+
+        if isinstance(event, PrivacyCost):
+            event = event_for_cost(event)
+        entry = self.charge(event, capability=capability, mechanism=mechanism, unit=unit,
+                            relation=relation, convert=convert, params=params, output=output,
+                            status="pending")
+        eps, dlt = event.basic()
+        acct = PrivacyAccountant(eps, dlt, name=capability)
+        try:
+            yield acct
+        except BaseException:
+            self.finish(entry.id, status="failed")
+            raise
+        pieces = [event_for_cost(e.cost, e.mechanism) for e in acct.ledger]
+        ran = ComposedEvent(tuple(pieces)) if pieces else None
+        self.finish(entry.id, status="released", event=ran)
+
+    def accountant(self, *, capability: str = "api", unit: str | None = None,
+                   relation: object = None, convert: bool = False,
+                   output: str | None = None, pending: bool = False) -> LedgerAccountant:
+        """A :class:`LedgerAccountant`: each ``spend`` is one atomic charge of this file.
+
+        ``pending=True``: charges are recorded "pending" and closed when the accountant
+        is used as a context manager (``with ledger.accountant(pending=True) as acct:``):
+        "released" on success, "failed" on an exception (the charges stand).
+        """
+        return LedgerAccountant(self, capability=capability, unit=unit, relation=relation,
+                                convert=convert, output=output, pending=pending)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def get(self, release_id: int) -> LedgerRelease:
+        """One release by id."""
+        rows = self._rows("WHERE id = ?", (int(release_id),))
+        if not rows:
+            raise InvalidParameterError("release_id", release_id, "the id of a release")
+        return rows[0]
+
+    def releases(self) -> list[LedgerRelease]:
+        """Every release, in charging order."""
+        return self._rows("ORDER BY id", ())
+
+    def _rows(self, where: str, args: tuple) -> list[LedgerRelease]:
+        con = self._connect(self._path)
+        try:
+            rows = con.execute(
+                "SELECT id, created, finished, status, capability, mechanism, unit, "
+                f"relation, conversion, epsilon, delta, event, params, output, pid, host "
+                f"FROM releases {where}", args).fetchall()
+        finally:
+            con.close()
+        return [LedgerRelease(id=r[0], created=r[1], finished=r[2], status=r[3],
+                              capability=r[4], mechanism=r[5], unit=r[6], relation=r[7],
+                              conversion=r[8], epsilon=r[9], delta=r[10],
+                              event=event_from_dict(json.loads(r[11])),
+                              params=json.loads(r[12]), output=r[13], pid=r[14], host=r[15])
+                for r in rows]
+
+    def status(self, *, pld: bool = True,
+               discretization: float = PLD_DISCRETIZATION) -> BudgetStatus:
+        """Spent and remaining budget (see :class:`BudgetStatus`).
+
+        ``pld=True`` also composes the privacy loss distributions (identical events are
+        self-composed once, so thousands of releases take seconds).
+        """
+        con = self._connect(self._path)
+        try:
+            st = self._state(con)
+            counts = dict(con.execute(
+                "SELECT status, COUNT(*) FROM releases GROUP BY status").fetchall())
+        finally:
+            con.close()
+        eps_t, dlt_t = self.total
+        if self.filter == "basic":
+            spent, order = st["eps"], None
+        else:
+            spent, order = self._filter_epsilon(st["rdp"], st["inf"], st["approx"])
+        pld_eps = None
+        if pld and dlt_t > 0 and st["count"]:
+            pld_eps = pld_epsilon([r.event for r in self.releases()], dlt_t, discretization)
+        return BudgetStatus(total=(eps_t, dlt_t), filter=self.filter, spent_epsilon=spent,
+                            remaining_epsilon=max(0.0, eps_t - spent),
+                            basic=(st["eps"], st["delta"]), pld_epsilon=pld_eps,
+                            best_order=order,
+                            approx_delta=(st["approx"], float(self._spec["approx_delta"])),
+                            releases=st["count"], by_status=counts)
+
+    def report(self, *, pld: bool = True) -> str:
+        """A multi-line report: totals, the three compositions, each release."""
+        st = self.status(pld=pld)
+        eps_t, dlt_t = self.total
+        lines = [f"Ledger {self.name!r} ({self._path}): {self.unit}-level, {self.relation}",
+                 f"  total:      eps={eps_t:g}, delta={dlt_t:g}",
+                 f"  spent:      eps={st.spent_epsilon:.6g} ({_filter_name(self.filter)}; "
+                 "valid for adaptively chosen releases)",
+                 f"  remaining:  eps={st.remaining_epsilon:.6g}",
+                 f"  basic:      eps={st.basic[0]:.6g}, delta={st.basic[1]:.3g} (sums)"]
+        if st.pld_epsilon is not None:
+            lines.append(f"  PLD:        eps={st.pld_epsilon:.6g} at delta={dlt_t:g} (tight if the "
+                         "sequence of releases was fixed in advance)")
+        if st.approx_delta[1] > 0:
+            lines.append(f"  approx delta: {st.approx_delta[0]:.3g} of the "
+                         f"{st.approx_delta[1]:.3g} reserved")
+        lines.append(f"Releases ({st.releases}):")
+        for r in self.releases():
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.created))
+            conv = f", as a group of {r.conversion} from {r.unit}/{r.relation}" \
+                if (r.unit, r.relation) != (self.unit, self.relation) else ""
+            note = " (not finished: the process may have died; the charge stands)" \
+                if r.status == "pending" else ""
+            lines.append(f"  #{r.id} {when} {r.capability} {r.mechanism} [{r.status}{note}]: "
+                         f"eps={r.epsilon:.6g}, delta={r.delta:.3g}{conv}; {r.event.describe()}"
+                         + (f" -> {r.output}" if r.output else ""))
+        return "\n".join(lines)
+
+    def spending_curve(self) -> dict[str, np.ndarray]:
+        """Cumulative spending after each release: ``time``, ``filter`` and ``basic`` eps."""
+        rels = self.releases()
+        rdp = np.zeros(self._orders.size)
+        inf_sum, approx, basic = 0.0, 0.0, 0.0
+        out: dict[str, list[float]] = {"time": [], "filter": [], "basic": []}
+        for r in rels:
+            rec = self._rdp_record(r.event)
+            rdp = rdp + np.asarray(rec["finite"])
+            inf_sum += rec["inf"]
+            approx += r.event.approx_delta()
+            basic += r.epsilon
+            f = basic if self.filter == "basic" else self._filter_epsilon(rdp, inf_sum,
+                                                                          approx)[0]
+            out["time"].append(r.created)
+            out["filter"].append(f)
+            out["basic"].append(basic)
+        return {k: np.asarray(v, dtype=float) for k, v in out.items()}
+
+    def plot(self, path: str | os.PathLike[str] | None = None):
+        """Spending over the releases: the enforced filter, basic composition and the
+        total. Returns the matplotlib figure; writes it to ``path`` when given."""
+        from privot.privacy.ledger_plot import plot_spending
+
+        return plot_spending(self, path)
+
+
+def _filter_name(filt: str) -> str:
+    return "Renyi filter" if filt == "rdp" else "basic composition"
+
+
+def _jsonable_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    from privot.privacy.budget import _jsonable
+
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, (list, tuple)):
+            out[str(k)] = [_jsonable(x) for x in v]
+        else:
+            out[str(k)] = _jsonable(v)
+    return out
+
+
+def pld_epsilon(events: list[PrivacyEvent], delta: float,
+                discretization: float = PLD_DISCRETIZATION) -> float:
+    """Epsilon at ``delta`` of the composition of ``events`` by privacy loss distributions.
+
+    Identical atomic events are self-composed once (``PrivacyLossDistribution
+    .self_compose``), then the groups are composed.
+    """
+    groups: dict[str, tuple[PrivacyEvent, int]] = {}
+    for ev in events:
+        for part in ev.parts():
+            key = json.dumps(part.to_dict(), sort_keys=True)
+            e, c = groups.get(key, (part, 0))
+            groups[key] = (e, c + 1)
+    total = None
+    for e, c in groups.values():
+        one = e.pld(discretization)
+        pl = one.self_compose(c) if c > 1 else one
+        total = pl if total is None else total.compose(pl)
+    if total is None:
+        return 0.0
+    return float(total.get_epsilon_for_delta(delta))
+
+
+class LedgerAccountant:
+    """The :class:`~privot.privacy.types.Spender` of a ledger: every ``spend`` is one
+    atomic charge of the file, so any privot API call can charge it.
+
+    A release made of several charges (one per level) is refused up front when the
+    whole does not fit (``can_spend``), but another process may charge in between: for
+    an all-or-nothing release use :meth:`Ledger.release`.
+    """
+
+    def __init__(self, ledger: Ledger, *, capability: str, unit: str | None,
+                 relation: object, convert: bool, output: str | None,
+                 pending: bool = False) -> None:
+        self._ledger = ledger
+        self._pending = bool(pending)
+        self._open: list[int] = []
+        self._capability = capability
+        self._unit = unit
+        self._relation = None if relation is None else _relation_value(relation)
+        self._convert = convert
+        self._output = output
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    def spend(self, cost: PrivacyCost, *, mechanism: str,
+              relation: Neighbouring = Neighbouring.ADD_REMOVE,
+              params: Mapping[str, Any] | None = None) -> LedgerRelease:
+        """Charge ``cost`` (its event) to the ledger, or raise before anything is recorded."""
+        if not isinstance(cost, PrivacyCost):
+            raise InvalidParameterError("cost", cost, "a privot.privacy.types.PrivacyCost")
+        rel = _relation_value(relation)
+        if self._relation is not None and rel != self._relation:
+            raise InvalidParameterError("relation", rel, f"{self._relation!r}, the relation "
+                                        "this accountant was opened for")
+        entry = self._ledger.charge(cost, capability=self._capability, mechanism=mechanism,
+                                    unit=self._unit, relation=rel, convert=self._convert,
+                                    params=params, output=self._output,
+                                    status="pending" if self._pending else "released")
+        if self._pending:
+            self._open.append(entry.id)
+        return entry
+
+    @property
+    def charges(self) -> list[LedgerRelease]:
+        """The releases this accountant charged that are still pending."""
+        return [self._ledger.get(i) for i in self._open]
+
+    def finish(self, status: str = "released") -> None:
+        """Close this accountant's pending charges (``"released"`` or ``"failed"``)."""
+        for rid in self._open:
+            self._ledger.finish(rid, status=status)
+        self._open.clear()
+
+    def __enter__(self) -> LedgerAccountant:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.finish("failed" if exc_type is not None else "released")
+
+    def can_spend(self, cost: PrivacyCost) -> bool:
+        """Whether the ledger would accept ``cost`` now (nothing is recorded)."""
+        ev, _, _, _ = self._ledger._resolve(  # noqa: SLF001
+            event_for_cost(cost, "can_spend"), self._unit, self._relation, self._convert)
+        con = self._ledger._connect(self._ledger.path)  # noqa: SLF001
+        try:
+            st = self._ledger._state(con)  # noqa: SLF001
+        finally:
+            con.close()
+        return self._ledger._over(st, ev, self._ledger._rdp_record(ev)) is None  # noqa: SLF001
+
+    @property
+    def remaining(self) -> str:
+        st = self._ledger.status(pld=False)
+        return f"eps={st.remaining_epsilon:.6g} (of {self._ledger.total[0]:g})"
