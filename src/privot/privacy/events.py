@@ -20,7 +20,7 @@ event                             RDP                          PLD
 :class:`PureEvent` (eps)          randomised response          randomised response
 :class:`GaussianEvent` (sigma)    :math:`\alpha/(2\sigma^2)`   Gaussian
 :class:`SubsampledGaussianEvent`  dp-accounting RDP            dp-accounting / fixed-size
-:class:`ApproxEvent` (eps, dlt)   RR(eps), delta set aside     (eps, delta) worst case
+:class:`ApproxEvent` (eps, dlt)   eps, delta set aside         (eps, delta) worst case
 :class:`ComposedEvent`            sum of parts                 composition of parts
 ================================  ===========================  ==========================
 
@@ -336,11 +336,14 @@ def _subsampled_rdp(sigma: float, q: float, steps: int, sampling: str,
 
 @dataclass(frozen=True)
 class ApproxEvent(PrivacyEvent):
-    """An ``(epsilon, delta)`` release known only by its pair (e.g. amplified by shuffling).
+    r"""An ``(epsilon, delta)`` release known only by its pair (e.g. amplified by shuffling).
 
-    RDP: randomised response with eps, after setting ``delta`` aside (an
-    (eps, delta)-DP pair is within total variation delta of an eps-DP one; the ledger's
-    filter adds these deltas to a reserve fixed when the ledger was created). PLD: the
+    RDP: eps at every order, after setting ``delta`` aside. For each pair of neighbours
+    the output law P is within total variation delta of a law P' with
+    :math:`P' \le e^\varepsilon Q` (move the hockey-stick excess, at most delta, to
+    where there is room), so :math:`D_\alpha(P' \| Q) \le \varepsilon`; only this
+    one-sided bound is known, hence not randomised response's curve. The ledger's
+    filter adds these deltas to a reserve fixed when the ledger was created. PLD: the
     worst case of the pair (dp-accounting's ``from_privacy_parameters``).
     """
 
@@ -357,7 +360,7 @@ class ApproxEvent(PrivacyEvent):
         return self.epsilon, self.delta
 
     def rdp(self, orders: np.ndarray) -> np.ndarray:
-        return rr_rdp(self.epsilon, orders)
+        return np.full(np.asarray(orders).shape, self.epsilon, dtype=float)
 
     def approx_delta(self) -> float:
         return self.delta

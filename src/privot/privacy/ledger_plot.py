@@ -1,4 +1,4 @@
-"""The figure of a budget ledger: spending over the releases against the total.
+"""The figure of a budget ledger: spending over the releases and over time.
 
 Kept apart from :mod:`privot.privacy.ledger` so that matplotlib is imported only when a
 figure is asked for.
@@ -6,6 +6,7 @@ figure is asked for.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from typing import Any
 
@@ -13,13 +14,16 @@ import numpy as np
 
 
 def plot_spending(ledger: Any, path: str | os.PathLike[str] | None = None):
-    """Cumulative epsilon after each release (enforced filter and basic sum) and the total.
+    """Cumulative epsilon (enforced filter and basic sum) against the total.
+
+    Left: after each release, in charging order. Right: the same against the time of
+    each charge (releases minutes apart and months apart both stay readable).
 
     Parameters
     ----------
     ledger : privot.privacy.ledger.Ledger
     path : path, optional
-        Where to write the figure (PNG, by the suffix).
+        Where to write the figure (format from the suffix, e.g. ``.png``).
 
     Returns
     -------
@@ -30,23 +34,33 @@ def plot_spending(ledger: Any, path: str | os.PathLike[str] | None = None):
     mfigure = require("matplotlib.figure", "plot")
     curve = ledger.spending_curve()
     eps_t, dlt_t = ledger.total
-    fig = mfigure.Figure(figsize=(7, 4), layout="constrained")
-    ax = fig.add_subplot()
-    x = np.arange(1, curve["basic"].size + 1)
-    if x.size:
-        ax.step(x, curve["basic"], where="post", label="basic composition (sum of eps)",
-                color="0.5", linestyle="--")
-        if ledger.filter != "basic":
-            ax.step(x, curve["filter"], where="post", color="C0",
-                    label=f"Renyi filter at delta={dlt_t:g} (enforced)")
-    ax.axhline(eps_t, color="C3", label=f"total eps={eps_t:g}")
-    ax.set_xlabel("release (charging order)")
-    ax.set_ylabel("epsilon spent")
-    ax.set_title(f"Privacy budget of {ledger.name!r} ({ledger.unit}-level, {ledger.relation})")
-    ax.set_ylim(0, max(eps_t, float(curve["filter"].max()) if x.size and ledger.filter != "basic"
-                       else 0.0, float(curve["basic"].max()) if x.size else 0.0) * 1.1)
-    ax.legend(loc="upper left", fontsize=8)
-    ax.grid(alpha=0.3)
+    fig = mfigure.Figure(figsize=(11, 4), layout="constrained")
+    by_order, by_time = fig.subplots(1, 2, sharey=True)
+    n = curve["basic"].size
+    xs = (np.arange(1, n + 1),
+          [dt.datetime.fromtimestamp(t) for t in curve["time"]])
+    top = max([eps_t] + ([float(np.nanmax(curve["filter"])), float(curve["basic"].max())]
+                         if n else []))
+    for ax, x in zip((by_order, by_time), xs, strict=True):
+        if n:
+            ax.step(x, curve["basic"], where="post", color="0.5", linestyle="--",
+                    label="basic composition (sum of eps)")
+            if ledger.filter != "basic":
+                ax.step(x, curve["filter"], where="post", color="C0",
+                        label=f"Renyi filter at delta={dlt_t:g} (enforced)")
+        ax.axhline(eps_t, color="C3", label=f"total eps={eps_t:g}")
+        ax.set_ylim(0, top * 1.1)
+        ax.grid(alpha=0.3)
+    by_order.set_xlabel("release (charging order)")
+    by_order.set_ylabel("epsilon spent")
+    by_order.legend(loc="upper left", fontsize=8)
+    by_time.set_xlabel("time of the charge")
+    mdates = require("matplotlib.dates", "plot")
+    locator = mdates.AutoDateLocator()
+    by_time.xaxis.set_major_locator(locator)
+    by_time.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    fig.suptitle(f"Privacy budget of {ledger.name!r} ({ledger.unit}-level, "
+                 f"{ledger.relation}): {n} release(s)")
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
