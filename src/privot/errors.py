@@ -15,6 +15,7 @@ data. ``epsilon``/``delta`` in the examples are the caller's budget parameters.
 from __future__ import annotations
 
 __all__ = [
+    "plain_repr",
     "PrivotError",
     "InvalidParameterError",
     "InvalidDataError",
@@ -36,7 +37,38 @@ class InvalidParameterError(PrivotError, ValueError):
         self.name = name
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{name}={value!r} is not allowed: {allowed}")
+        super().__init__(f"{name}={plain_repr(value)} is not allowed: {allowed}")
+
+
+#: Arrays with more elements are shown by shape and dtype only in messages.
+_MAX_SHOWN_ELEMENTS = 8
+
+
+def plain_repr(value: object) -> str:
+    """``repr`` for messages, with numpy's types shown as the Python values they hold.
+
+    ``np.float64(-87.5)`` reads ``-87.5``, a small array ``[1.0, 2.0]``, a large one
+    ``<float64 array of shape (1000, 2)>``; containers are shown element by element.
+    """
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        return repr(value)
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    if isinstance(value, np.ndarray):
+        if value.size > _MAX_SHOWN_ELEMENTS:
+            return f"<{value.dtype} array of shape {value.shape}>"
+        return repr(value.tolist())
+    if isinstance(value, tuple):
+        inner = ", ".join(plain_repr(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(plain_repr(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{plain_repr(k)}: {plain_repr(v)}"
+                               for k, v in value.items()) + "}"
+    return repr(value)
 
 
 class InvalidDataError(PrivotError, ValueError):

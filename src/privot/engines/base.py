@@ -237,6 +237,10 @@ def check_names(names: Sequence[str] | None) -> list[str] | None:
 def check_columns(wanted: Sequence[str], available: Sequence[str], where: str) -> None:
     """Raise :class:`InvalidDataError` naming the first missing column and the others."""
     have = list(available)
+    if not have:
+        raise InvalidDataError(
+            f"{where} is empty: it has no columns (an empty file?); expected the columns "
+            f"{list(wanted)}")
     for col in wanted:
         if col not in have:
             raise InvalidDataError(

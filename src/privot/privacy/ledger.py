@@ -45,6 +45,7 @@ import os
 import socket
 import sqlite3
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -594,11 +595,23 @@ class Ledger:
         try:
             yield acct
         except BaseException:
-            self.finish(entry.id, status="failed")
+            self._close_quietly(entry.id, "failed", None)
             raise
         pieces = [event_for_cost(e.cost, e.mechanism) for e in acct.ledger]
-        ran = ComposedEvent(tuple(pieces)) if pieces else None
-        self.finish(entry.id, status="released", event=ran)
+        self._close_quietly(entry.id, "released",
+                            ComposedEvent(tuple(pieces)) if pieces else None)
+
+    def _close_quietly(self, release_id: int, status: str,
+                       event: PrivacyEvent | None) -> None:
+        """:meth:`finish`, but a release that ran is never turned into an error by the
+        bookkeeping after it: if the file cannot be written, the row stays "pending"
+        (counted in full) and a warning says so."""
+        try:
+            self.finish(release_id, status=status, event=event)
+        except (sqlite3.Error, OSError) as exc:
+            warnings.warn(f"ledger {str(self._path)!r}: release #{release_id} could not be "
+                          f"marked {status!r} ({exc}); it stays 'pending' and counts in full",
+                          RuntimeWarning, stacklevel=3)
 
     def accountant(self, *, capability: str = "api", unit: str | None = None,
                    relation: object = None, convert: bool = False,
@@ -813,9 +826,10 @@ class LedgerAccountant:
         return [self._ledger.get(i) for i in self._open]
 
     def finish(self, status: str = "released") -> None:
-        """Close this accountant's pending charges (``"released"`` or ``"failed"``)."""
+        """Close this accountant's pending charges (``"released"`` or ``"failed"``); a
+        charge that cannot be closed stays "pending" (counted in full) with a warning."""
         for rid in self._open:
-            self._ledger.finish(rid, status=status)
+            self._ledger._close_quietly(rid, status, None)  # noqa: SLF001
         self._open.clear()
 
     def __enter__(self) -> LedgerAccountant:
