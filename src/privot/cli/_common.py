@@ -8,17 +8,28 @@ validators are imported inside the functions that run after parsing (issue 9: a 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["add_engine_arguments", "add_output_arguments", "add_point_table_arguments",
-           "add_seed_argument", "engine_from_args", "engine_name", "rng_from_args",
-           "write_json", "positive_float", "to_json"]
+    from privot.privacy.ledger import Ledger
+
+__all__ = ["LEDGER_ENV", "add_engine_arguments", "add_ledger_arguments",
+           "add_output_arguments", "add_point_table_arguments", "add_seed_argument",
+           "engine_from_args", "engine_name", "ledger_from_args", "ledger_path",
+           "ledger_spender", "ledger_summary", "rng_from_args", "write_json",
+           "positive_float", "to_json"]
+
+#: :data:`privot.privacy.ledger.LEDGER_ENV`, repeated so that parsing imports nothing
+#: heavy (tests/cli/test_cli_budget.py checks they agree).
+LEDGER_ENV = "PRIVOT_LEDGER"
 
 SEED_WARNING = ("privot: --seed given: noise comes from a seeded generator; the output is "
                 "reproducible and NOT fit for publication")
@@ -137,3 +148,125 @@ def to_json(payload: Any) -> str:
 def write_json(path: Path, payload: Any) -> None:
     """Write ``payload`` as indented JSON (numpy scalars converted)."""
     path.write_text(to_json(payload) + "\n")
+
+
+# -- the privacy budget ledger (privot.privacy.ledger) -------------------------------------
+
+def add_ledger_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--ledger PATH`` (default ``$PRIVOT_LEDGER``) and ``--convert`` of a releasing
+    command."""
+    group = parser.add_argument_group(
+        "privacy budget ledger", "charge the release to the data set's budget ledger "
+        "(created by 'privot budget init'); the charge is committed before any noise is "
+        "drawn, and a release the ledger cannot pay is refused with nothing written")
+    group.add_argument("--ledger", default=None, metavar="PATH",
+                       help=f"the ledger file to charge (default: ${LEDGER_ENV} when set; "
+                            "none: no ledger)")
+    group.add_argument("--convert", action="store_true",
+                       help="allow recording the release on a ledger of another unit or "
+                            "relation by the documented conversion (group privacy: its "
+                            "cost may be restated as a group of 2; docs/privacy/budget.md)"
+                            "; off by default, units and relations are never mixed "
+                            "silently")
+
+
+def ledger_path(arg: str | None, *, flag: str = "--ledger") -> tuple[str, str] | None:
+    """``(path, where it came from)``: ``arg`` if given, else ``$PRIVOT_LEDGER`` when set
+    and non-empty, else None."""
+    if arg is not None:
+        return arg, flag
+    env = os.environ.get(LEDGER_ENV)
+    return (env, f"${LEDGER_ENV}") if env else None
+
+
+def open_ledger(path: str, source: str) -> Ledger:
+    """:meth:`Ledger.open`, its refusal naming the flag (or variable) ``source``."""
+    from privot.errors import InvalidParameterError
+    from privot.privacy.ledger import Ledger
+
+    try:
+        return Ledger.open(path)
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(source, path, exc.allowed) from None
+
+
+def ledger_from_args(args: argparse.Namespace, *, unit: str,
+                     relation: str) -> Ledger | None:
+    """The ledger of ``--ledger``/``$PRIVOT_LEDGER``, or None (no ledger: as before).
+
+    Called before the data is read: a missing or invalid file, and a ledger that cannot
+    record a ``unit``/``relation`` release (or only by a conversion without
+    ``--convert``), are refused here (exit status 2) before anything is read or charged.
+    """
+    from privot.errors import InvalidParameterError
+
+    found = ledger_path(args.ledger)
+    if found is None:
+        if args.convert:
+            raise InvalidParameterError("--convert", True, f"only with --ledger PATH or "
+                                        f"${LEDGER_ENV} (there is no ledger to convert to)")
+        return None
+    path, source = found
+    ledger = open_ledger(path, source)
+    from privot.privacy.ledger import conversion_factor
+
+    k = conversion_factor(unit, relation, ledger.unit, ledger.relation)
+    if k is None:
+        raise InvalidParameterError(
+            source, path, f"a ledger that can record this {unit}-level {relation} release: "
+            f"{ledger.name!r} is {ledger.unit}-level {ledger.relation} and no documented "
+            "conversion leads there (docs/privacy/budget.md); use a ledger of the "
+            "release's own unit and relation")
+    if (unit, relation) != (ledger.unit, ledger.relation) and not args.convert:
+        raise InvalidParameterError(
+            "--convert", False,
+            f"given to record this {unit}-level {relation} release on the "
+            f"{ledger.unit}-level {ledger.relation} ledger {ledger.name!r} as a group of "
+            f"{k} (its cost restated, docs/privacy/budget.md); units and relations are "
+            "never mixed silently")
+    return ledger
+
+
+@contextlib.contextmanager
+def ledger_spender(ledger: Ledger | None, args: argparse.Namespace, *, capability: str,
+                   unit: str, relation: str, output: str | os.PathLike[str],
+                   event: Any = None, mechanism: str | None = None,
+                   params: Mapping[str, Any] | None = None) -> Iterator[Any]:
+    """The ``accountant=`` of a release charged to ``ledger`` (None without a ledger).
+
+    With ``event`` (and ``mechanism``, ``params``): :meth:`Ledger.release`, the whole
+    release charged on entering the block. Without: :meth:`Ledger.accountant`
+    (``pending=True``), charged once by the API before its noise. Either way the
+    charge is closed "released" when the block ends and "failed" on an exception. A
+    refusal is re-raised as one line naming the ledger and what it has left.
+    """
+    if ledger is None:
+        yield None
+        return
+    from privot.errors import BudgetExceededError
+
+    out = str(Path(output).resolve())
+    if event is not None:
+        cm = ledger.release(event, capability=capability, mechanism=mechanism or capability,
+                            unit=unit, relation=relation, convert=args.convert,
+                            params=params, output=out)
+    else:
+        cm = ledger.accountant(capability=capability, unit=unit, relation=relation,
+                               convert=args.convert, output=out, pending=True)
+    try:
+        with cm as acct:
+            yield acct
+    except BudgetExceededError as exc:
+        st = ledger.status(pld=False)
+        raise BudgetExceededError(
+            f"{exc}; ledger {ledger.name!r} has eps={st.remaining_epsilon:.6g} of "
+            f"{ledger.total[0]:g} left ({st.releases} releases); no output was "
+            "written") from None
+
+
+def ledger_summary(ledger: Ledger) -> str:
+    """One line after a release: public budget figures only."""
+    st = ledger.status(pld=False)
+    return (f"ledger {ledger.name}: spent eps={st.spent_epsilon:.6g} of "
+            f"{ledger.total[0]:g}, {st.remaining_epsilon:.6g} left ({st.releases} "
+            "releases)")

@@ -30,10 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from privot.cli._common import (
     add_engine_arguments,
+    add_ledger_arguments,
     add_output_arguments,
     add_seed_argument,
     add_text_file_arguments,
     engine_from_args,
+    ledger_from_args,
+    ledger_spender,
+    ledger_summary,
     positive_float,
     rng_from_args,
 )
@@ -119,6 +123,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_text_file_arguments(p)
     add_output_arguments(p, "privot-barycenter")
     add_seed_argument(p)
+    add_ledger_arguments(p)
     p.set_defaults(handler=_run)
 
 
@@ -214,6 +219,8 @@ def _run(args: argparse.Namespace) -> int:
     out = OutputFolder(args.output, command="barycenter", force=args.force,
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
+    # the ledger too: a missing file or a unit/relation it cannot record is refused now
+    ledger = ledger_from_args(args, unit="row", relation="replace-one")
     engine = engine_from_args(args)
 
     seconds: dict[str, float] = {}
@@ -244,12 +251,16 @@ def _run(args: argparse.Namespace) -> int:
                 raise InvalidParameterError(
                     "--m", m, f"at most the size of the smallest group ({name!r} has "
                     f"{size} rows)")
-        result = private_barycenter(
-            data, bounds=None if groups is None else bounds, m=m, epsilon=epsilon,
-            delta=args.delta, method=args.method, population_size=args.population_size,
-            projection_dim=projection_dim, splits=args.splits, iterations=args.iterations,
-            calibration=args.calibration, reg=args.reg, placement=args.placement,
-            region=region, rng=rng_from_args(args))
+        # with a ledger: charged once, with the release's event, before any noise
+        with ledger_spender(ledger, args, capability="barycenter", unit="row",
+                            relation="replace-one", output=out.path) as acct:
+            result = private_barycenter(
+                data, bounds=None if groups is None else bounds, m=m, epsilon=epsilon,
+                delta=args.delta, method=args.method, population_size=args.population_size,
+                projection_dim=projection_dim, splits=args.splits,
+                iterations=args.iterations, calibration=args.calibration, reg=args.reg,
+                placement=args.placement, region=region, rng=rng_from_args(args),
+                accountant=acct)
         seconds["release"] = time.perf_counter() - start - seconds["read"]
 
     # -- publishable: the public parameters and the noisy release only ------------------
@@ -288,6 +299,8 @@ def _run(args: argparse.Namespace) -> int:
           "= one row, replace-one" + ("" if result.secure else "; SEEDED: not for "
                                       "publication"))
     print(out.listing())
+    if ledger is not None:
+        print(ledger_summary(ledger))
     print("privot barycenter: curator only (not private): rows "
           + ", ".join(f"{n}: {s} ({cl} clipped, {un} unusable)" for n, s, cl, un in zip(
               names, sizes, report["rows_clipped_per_group"],

@@ -32,10 +32,14 @@ from typing import TYPE_CHECKING
 
 from privot.cli._common import (
     add_engine_arguments,
+    add_ledger_arguments,
     add_output_arguments,
     add_point_table_arguments,
     add_seed_argument,
     engine_from_args,
+    ledger_from_args,
+    ledger_spender,
+    ledger_summary,
     positive_float,
     rng_from_args,
 )
@@ -94,6 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_point_table_arguments(p)
     add_output_arguments(p, "privot-heatmap")
     add_seed_argument(p)
+    add_ledger_arguments(p)
     p.set_defaults(handler=_run)
 
 
@@ -104,8 +109,10 @@ PUBLISHABLE = ("distribution.npy", "distribution.csv", "heatmap.npy", "heatmap.p
 def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from privot._usable import check_usable
     from privot._validation import check_epsilon
     from privot.heatmaps import Grid, aggregate_user_cells, private_heatmap
+    from privot.privacy.events import PureEvent
 
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     grid = Grid(tuple(args.bounds), args.resolution, aspect=args.aspect)
@@ -115,8 +122,11 @@ def _run(args: argparse.Namespace) -> int:
     out = OutputFolder(args.output, command="heatmap", force=args.force,
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
+    # the ledger too: a missing file or a unit/relation it cannot record is refused now
+    ledger = ledger_from_args(args, unit="user", relation="add-remove")
     engine = engine_from_args(args)
     rng = rng_from_args(args)
+    method = _METHODS[args.baseline]
 
     with capture_data_warnings("heatmap") as data_warnings:
         start = time.perf_counter()
@@ -124,10 +134,22 @@ def _run(args: argparse.Namespace) -> int:
                                     x_column=args.x_column, y_column=args.y_column,
                                     engine=engine, sep=args.sep, names=names)
         t_aggregate = time.perf_counter() - start
-        result = private_heatmap(sums, grid=grid, epsilon=epsilon, w=args.w,
-                                 gamma=args.gamma, sigma=args.sigma,
-                                 method=_METHODS[args.baseline], threshold=args.threshold,
-                                 rng=rng)
+        if ledger is not None:
+            # private_heatmap's own refusal of an input with no usable point, made here
+            # so that the whole-release charge below is never spent on it
+            check_usable(n_rows=sums.n_points, n_unusable=0, n_outside=sums.n_outside,
+                         what="the input", outside="outside the bounds or unusable (dropped)")
+        params = {"epsilon": epsilon, "bounds": list(grid.bounds),
+                  "resolution": grid.resolution, "aspect": args.aspect, "w": args.w,
+                  "gamma": args.gamma, "sigma": args.sigma, "method": method,
+                  "threshold": args.threshold, "engine": args.engine}
+        with ledger_spender(ledger, args, capability="heatmap", unit="user",
+                            relation="add-remove", output=out.path,
+                            event=PureEvent(epsilon, method), mechanism=method,
+                            params=params) as acct:
+            result = private_heatmap(sums, grid=grid, epsilon=epsilon, w=args.w,
+                                     gamma=args.gamma, sigma=args.sigma, method=method,
+                                     threshold=args.threshold, rng=rng, accountant=acct)
 
     # -- publishable: the public parameters and the noisy release only ------------------
     out.open()
@@ -151,6 +173,8 @@ def _run(args: argparse.Namespace) -> int:
           f"add/remove one user; per level {levels})"
           + ("" if rel.secure else "; SEEDED: not for publication"))
     print(out.listing())
+    if ledger is not None:
+        print(ledger_summary(ledger))
     cur = result.diagnostics.curator_only
     print(f"privot heatmap: curator only (not private): {cur.n_points} points read, "
           f"{cur.n_outside} outside the bounds or unusable and dropped, {cur.n_users} "

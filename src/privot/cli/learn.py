@@ -59,9 +59,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from privot.cli._common import (
+    add_ledger_arguments,
     add_output_arguments,
     add_seed_argument,
     add_text_file_arguments,
+    ledger_from_args,
+    ledger_spender,
+    ledger_summary,
     positive_float,
     rng_from_args,
 )
@@ -171,6 +175,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_text_file_arguments(p)
     add_output_arguments(p, "privot-learn")
     add_seed_argument(p)
+    add_ledger_arguments(p)
     p.set_defaults(handler=_run)
 
 
@@ -393,6 +398,8 @@ def _run(args: argparse.Namespace) -> int:
     out = OutputFolder(args.output, command="learn", force=args.force,
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything computed
+    # the ledger too: a missing file or a unit/relation it cannot record is refused now
+    ledger = ledger_from_args(args, unit="row", relation="replace-one")
     require("matplotlib.figure", "plot")  # the figures are written after the charge
     rng = rng_from_args(args)
     say = (lambda *a, **k: None) if args.quiet else print  # noqa: E731
@@ -475,16 +482,19 @@ def _run(args: argparse.Namespace) -> int:
                 return model(torch.as_tensor(x[rows])).reshape(-1).double().numpy()
 
         before = {k: scores_of(r) for k, r in groups_.items()}
-        start = time.perf_counter()
-        trainer = make_private(model, optimizer, groups, penalty=args.criterion,
-                               alpha=alpha, target_epsilon=epsilon, target_delta=delta,
-                               steps=steps, batch_fraction=q, clip=clip, M=M, L=L,
-                               loss="bce", jacobian_clipping=args.jacobian_clipping,
-                               rng=rng, sensitive_values=tuple(values))
-        seconds["calibration"] = time.perf_counter() - start
-        start = time.perf_counter()
-        trainer.train(progress=args.progress and not args.quiet)
-        seconds["training"] = time.perf_counter() - start
+        # with a ledger: the whole run charged once, with its event, before any noise
+        with ledger_spender(ledger, args, capability="learn", unit="row",
+                            relation="replace-one", output=out.path) as acct:
+            start = time.perf_counter()
+            trainer = make_private(model, optimizer, groups, penalty=args.criterion,
+                                   alpha=alpha, target_epsilon=epsilon, target_delta=delta,
+                                   steps=steps, batch_fraction=q, clip=clip, M=M, L=L,
+                                   loss="bce", jacobian_clipping=args.jacobian_clipping,
+                                   rng=rng, sensitive_values=tuple(values), accountant=acct)
+            seconds["calibration"] = time.perf_counter() - start
+            start = time.perf_counter()
+            trainer.train(progress=args.progress and not args.quiet)
+            seconds["training"] = time.perf_counter() - start
         model.eval()
         after = {k: scores_of(r) for k, r in groups_.items()}
 
@@ -547,6 +557,8 @@ def _run(args: argparse.Namespace) -> int:
         f"{p['noise_multiplier']:.4g} (unit = one record of one group; group sizes "
         "public)" + ("" if result.secure else "; SEEDED: not for publication"))
     say(out.listing())
+    if ledger is not None:
+        say(ledger_summary(ledger))
     if args.show_metrics and not args.quiet:
         m0, m1 = metrics["before"][split], metrics["after"][split]
 

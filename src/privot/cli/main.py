@@ -37,6 +37,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "privot.cli.barycenter",
     "privot.cli.sample",
     "privot.cli.learn",
+    "privot.cli.budget",
 )
 
 

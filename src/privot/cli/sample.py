@@ -43,10 +43,14 @@ from typing import TYPE_CHECKING
 
 from privot.cli._common import (
     add_engine_arguments,
+    add_ledger_arguments,
     add_output_arguments,
     add_point_table_arguments,
     add_seed_argument,
     engine_from_args,
+    ledger_from_args,
+    ledger_spender,
+    ledger_summary,
     positive_float,
     rng_from_args,
 )
@@ -118,6 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_point_table_arguments(p)
     add_output_arguments(p, "privot-sample")
     add_seed_argument(p)
+    add_ledger_arguments(p)
     p.set_defaults(handler=_run)
 
 
@@ -139,6 +144,8 @@ def _run(args: argparse.Namespace) -> int:
     out = OutputFolder(args.output, command="sample", force=args.force,
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
+    # the ledger too: a missing file or a unit/relation it cannot record is refused now
+    ledger = ledger_from_args(args, unit="user", relation="local")
     engine = engine_from_args(args)
     rng = rng_from_args(args)
     points = grid.cell_centre_points()
@@ -160,8 +167,11 @@ def _run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         # the linear variant's public channel (k projections): computed once, used twice
         channel = mechanism.channel() if args.variant == "linear" else None
-        released = sample_population(counts, mechanism, variant=args.variant, rng=rng,
-                                     channel=channel)
+        # with a ledger: charged once, before anything is drawn
+        with ledger_spender(ledger, args, capability="sample", unit="user",
+                            relation="local", output=out.path) as acct:
+            released = sample_population(counts, mechanism, variant=args.variant, rng=rng,
+                                         channel=channel, accountant=acct)
         seconds["sample"] = time.perf_counter() - start
 
     # -- publishable: public parameters and the released samples only -----------------
@@ -199,6 +209,8 @@ def _run(args: argparse.Namespace) -> int:
           f"local DP (unit = one user's distribution; mechanism {args.mechanism}, "
           f"{args.variant})" + ("" if released.secure else "; SEEDED: not for publication"))
     print(out.listing())
+    if ledger is not None:
+        print(ledger_summary(ledger))
     print(f"privot sample: curator only (not private): {counts.n_points} points read, "
           f"{counts.n_outside} outside the bounds or unusable, {counts.n_users} users",
           file=sys.stderr)

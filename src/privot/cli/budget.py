@@ -1,0 +1,164 @@
+"""``privot budget``: one privacy budget per data set, kept in a ledger file.
+
+``privot budget init PATH --epsilon E`` creates the data set's ledger
+(:class:`privot.privacy.ledger.Ledger`: one SQLite file holding the total budget, the
+unit of privacy, the neighbouring relation and every release charged to it);
+``privot budget show [PATH]`` prints what it has spent and has left, release by release
+(``--json`` for machines, ``--plot FILE.png`` for the spending over the releases).
+
+The releasing commands (``heatmap``, ``barycenter``, ``sample``, ``learn``) charge the
+ledger named by ``--ledger PATH`` or by the environment variable ``PRIVOT_LEDGER``
+before any noise is drawn, and are refused (exit status 2, nothing written) when it
+cannot pay.
+
+Privacy
+-------
+No release here: the ledger holds public parameters and budget amounts only (the
+curator's file, next to the data; it names output folders and process ids, so it is
+not itself a publishable file). Guarantee: everything released through one ledger is,
+jointly, ``(epsilon, delta)``-DP for its unit and relation, under the filter named in
+the file (``docs/privacy/budget.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from privot.cli._common import LEDGER_ENV, ledger_path, open_ledger, positive_float, to_json
+
+__all__ = ["register"]
+
+# Parsing imports nothing heavy: these repeat privot.privacy.ledger's UNITS, RELATIONS
+# and FILTERS; tests/cli/test_cli_budget.py checks they agree.
+_UNITS = ("user", "row")
+_RELATIONS = ("add-remove", "replace-one")
+_FILTERS = ("rdp", "basic")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "budget", help="one privacy budget per data set: create and inspect its ledger",
+        description="Keep a data set's whole privacy budget in one ledger file: every "
+                    "release charged to it (--ledger PATH or $" + LEDGER_ENV + " on the "
+                    "releasing commands) is checked against the total before any noise is "
+                    "drawn, and recorded.",
+        epilog="Exit status: 0 on success, 2 on invalid input.")
+    commands = p.add_subparsers(dest="budget_command", metavar="ACTION")
+    commands.required = True
+
+    init = commands.add_parser(
+        "init", help="create a data set's ledger",
+        description="Create the ledger file of one data set: its total (epsilon, delta), "
+                    "unit of privacy and neighbouring relation, fixed for good. An "
+                    "existing file is refused (a budget is never reset).",
+        epilog="Exit status: 0 on success, 2 on invalid input.")
+    init.add_argument("path", metavar="PATH", help="the ledger file to create")
+    init.add_argument("--epsilon", type=positive_float, required=True,
+                      help="total epsilon of the data set (> 0)")
+    init.add_argument("--delta", type=positive_float, default=0.0,
+                      help="total delta, in [0, 1) (default: %(default)s)")
+    init.add_argument("--name", default=None,
+                      help="the data set's name (default: the file's stem)")
+    init.add_argument("--unit", choices=_UNITS, default="user",
+                      help="unit of privacy (default: %(default)s)")
+    init.add_argument("--relation", choices=_RELATIONS, default="add-remove",
+                      help="neighbouring relation (default: %(default)s)")
+    init.add_argument("--filter", choices=_FILTERS, default=None,
+                      help="composition enforced: rdp (Renyi filter, needs delta > 0; the "
+                           "default then) or basic (sums; the default when delta is 0)")
+    init.add_argument("--approx-delta", type=positive_float, default=0.0,
+                      metavar="FRACTION",
+                      help="fraction of --delta, in [0, 1), reserved for releases known "
+                           "only by (epsilon, delta) under the Renyi filter (default: "
+                           "%(default)s)")
+    init.set_defaults(handler=_init)
+
+    show = commands.add_parser(
+        "show", help="what a ledger has spent and has left",
+        description="Print a ledger's total, spent and remaining budget (the enforced "
+                    "filter, basic composition and the privacy-loss-distribution figure) "
+                    "and every release charged to it.",
+        epilog="Exit status: 0 on success, 2 on invalid input.")
+    show.add_argument("path", metavar="PATH", nargs="?", default=None,
+                      help=f"the ledger file (default: ${LEDGER_ENV})")
+    show.add_argument("--json", action="store_true",
+                      help="print the status and the releases as JSON")
+    show.add_argument("--plot", default=None, metavar="FILE.png",
+                      help="also draw the spending over the releases into FILE.png")
+    show.add_argument("--no-pld", action="store_true",
+                      help="skip the privacy-loss-distribution composition (faster)")
+    show.set_defaults(handler=_show)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from privot._validation import check_delta, check_epsilon, check_probability
+    from privot.errors import InvalidParameterError
+    from privot.privacy.ledger import Ledger
+
+    epsilon = check_epsilon(args.epsilon, "--epsilon")
+    delta = check_delta(args.delta, "--delta")
+    fraction = check_probability(args.approx_delta, "--approx-delta")
+    if fraction >= 1:
+        raise InvalidParameterError("--approx-delta", args.approx_delta,
+                                    "a fraction of --delta in [0, 1)")
+    if args.filter == "rdp" and delta == 0:
+        raise InvalidParameterError("--filter", "rdp", "'basic' when --delta is 0 (the "
+                                    "Renyi filter converts to (epsilon, delta) with "
+                                    "delta > 0)")
+    if args.name is not None and not args.name.strip():
+        raise InvalidParameterError("--name", args.name, "a non-empty name")
+    path = Path(args.path)
+    if path.exists():
+        raise InvalidParameterError("PATH", args.path, "a file that does not exist yet (a "
+                                    "ledger is never re-initialised)")
+    if not path.parent.is_dir():
+        raise InvalidParameterError("PATH", args.path, "a path in an existing folder")
+    ledger = Ledger.create(path, epsilon=epsilon, delta=delta, name=args.name,
+                           unit=args.unit, relation=args.relation, filter=args.filter,
+                           approx_delta=fraction)
+    eps_t, dlt_t = ledger.total
+    reserve = (f", {fraction:g} of delta reserved for (epsilon, delta) releases"
+               if fraction > 0 else "")
+    print(f"privot budget: created ledger {ledger.name!r} at {ledger.path}: total eps="
+          f"{eps_t:g}, delta={dlt_t:g}, {ledger.unit}-level, {ledger.relation}, filter "
+          f"{ledger.filter}{reserve}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from privot.errors import InvalidParameterError
+
+    found = ledger_path(args.path, flag="PATH")
+    if found is None:
+        raise InvalidParameterError("PATH", None, f"a ledger file: give PATH or set "
+                                    f"${LEDGER_ENV}")
+    ledger = open_ledger(*found)
+    if args.plot is not None:
+        from pathlib import Path
+
+        from privot._optional import require
+
+        plot = Path(args.plot)
+        if plot.suffix.lower() != ".png":
+            raise InvalidParameterError("--plot", args.plot, "a FILE.png path")
+        if not plot.parent.is_dir():
+            raise InvalidParameterError("--plot", args.plot, "a path in an existing folder")
+        require("matplotlib.figure", "plot")
+    pld = not args.no_pld
+    if args.json:
+        payload = {"ledger": {"name": ledger.name, "path": str(ledger.path),
+                              "unit": ledger.unit, "relation": ledger.relation,
+                              "filter": ledger.filter, "total": list(ledger.total)},
+                   "status": ledger.status(pld=pld).to_dict(),
+                   "releases": [r.to_dict() for r in ledger.releases()]}
+        print(to_json(payload))
+    else:
+        print(ledger.report(pld=pld))
+    if args.plot is not None:
+        ledger.plot(args.plot)
+        print(f"privot budget: wrote {args.plot}", file=sys.stderr if args.json else
+              sys.stdout)
+    return 0
