@@ -2,7 +2,8 @@
 
 Each capability contributes one section module with a ``run(ctx) -> Section``
 function, listed in :data:`SECTIONS`. ``privot demo`` (and ``make demo``) call
-:func:`run_demo`.
+:func:`run_demo`. The sections charge their releases to one budget ledger per data set
+(:mod:`privot.demo.budget`); the report ends with what each ledger spent and has left.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import numpy as np
 
 from privot import __version__
 from privot.demo._report import DemoContext, Section, write_report
+from privot.demo.budget import clear_ledgers
+from privot.demo.budget import section as budget_section
 
 __all__ = ["SECTIONS", "DemoResult", "run_demo"]
 
@@ -40,11 +43,14 @@ class DemoResult:
     report: Path
     sections: tuple[Section, ...]
     seconds: float
+    budget: Section | None = None
+    ledgers: tuple[Path, ...] = ()
 
 
 def run_demo(output: str | Path = "privot-demo", *, rng: np.random.Generator | None = None,
              quick: bool = False, sections: Sequence[str] | None = None) -> DemoResult:
-    """Run the demo sections and write ``report.md``, ``results.json`` and PNGs.
+    """Run the demo sections and write ``report.md``, ``results.json``, PNGs and one
+    budget ledger ``budget-<key>.sqlite`` per data set released from.
 
     Parameters
     ----------
@@ -59,6 +65,7 @@ def run_demo(output: str | Path = "privot-demo", *, rng: np.random.Generator | N
     """
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
+    clear_ledgers(out)  # the demo's budgets are per run; a ledger is never re-initialised
     ctx = DemoContext(output=out, rng=rng, quick=quick)
     start = time.perf_counter()
     done = []
@@ -69,5 +76,7 @@ def run_demo(output: str | Path = "privot-demo", *, rng: np.random.Generator | N
               "noise": "seeded generator (not for publication)" if ctx.seeded
               else "OS CSPRNG (secure)",
               "mode": "quick" if quick else "full", "seconds": round(seconds, 2)}
-    report = write_report(out, done, seeded=ctx.seeded, header=header)
-    return DemoResult(output=out, report=report, sections=tuple(done), seconds=seconds)
+    budget = budget_section(ctx)
+    report = write_report(out, [*done, budget], seeded=ctx.seeded, header=header)
+    return DemoResult(output=out, report=report, sections=tuple(done), seconds=seconds,
+                      budget=budget, ledgers=tuple(ld.path for ld in ctx.ledgers.values()))

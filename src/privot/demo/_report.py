@@ -44,12 +44,23 @@ class DemoContext:
     """What every section receives: where to write, and the randomness to use.
 
     ``rng`` is None for a secure run (OS entropy); a seeded generator otherwise, in which
-    case every release is marked not fit for publication.
+    case every release is marked not fit for publication. ``ledgers`` holds the budget
+    ledger of each data set released from so far (:meth:`ledger`), in creation order.
     """
 
     output: Path
     rng: np.random.Generator | None
     quick: bool = False
+    ledgers: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def ledger(self, key: str) -> Any:
+        """The budget ledger of data set ``key`` (:data:`privot.demo.budget.LEDGERS`),
+        created in the output folder on first use."""
+        if key not in self.ledgers:
+            from privot.demo.budget import create_ledger
+
+            self.ledgers[key] = create_ledger(self.output, key)
+        return self.ledgers[key]
 
     @property
     def seeded(self) -> bool:

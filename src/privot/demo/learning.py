@@ -28,7 +28,9 @@ Privacy
 Unit: one respondent-year record of one gender group; relation: replace one record inside
 one group (~2 of Def. 2.1 of paper 004), the group sizes of the training sample are
 public (Remark 6.2); guarantee: (epsilon, delta)-DP of the trained parameters by the
-fixed-size PLD accountant (``docs/privacy/learning.md``). The accuracy and fairness
+fixed-size PLD accountant (``docs/privacy/learning.md``). Each run is charged to the
+data set's budget ledger (:mod:`privot.demo.budget`, row-level replace-one) with its
+event, so the three runs compose there. The accuracy and fairness
 numbers and the score histograms are computed on the data without noise: they are the
 **curator's** view, as is this whole report (an evaluation on public data, not a
 release); ``privot learn`` writes them only into ``curator-`` files.
@@ -207,6 +209,7 @@ def _run(ctx: DemoContext) -> Section:
     runs.append(("non-private (reference)", s, m))
 
     sigma = None
+    ledger = ctx.ledger("gss-wages")
     for alpha in ALPHAS:
         start = time.perf_counter()
         model = build_classifier(x_tr.shape[1], seed=init_seed)  # same public init
@@ -214,12 +217,17 @@ def _run(ctx: DemoContext) -> Section:
         # One calibration serves all runs: same steps, delta and sampling rate.
         kw = ({"target_epsilon": EPSILON} if sigma is None
               else {"noise_multiplier": sigma})
-        trainer = make_private(model, opt, groups, penalty="sp", alpha=alpha,
-                               target_delta=delta, steps=steps,
-                               batch_fraction=BATCH_FRACTION, clip=CLIP, M=M, L=L,
-                               score_fn=_centered, loss="bce", rng=ctx.rng, **kw)
-        sigma = trainer.noise_multiplier
-        trainer.train(callback=lambda rec, sched=sched: sched.step())
+        # the whole run is charged to the data set's ledger before training (its event:
+        # T fixed-size subsampled Gaussian steps), closed "released" when it ends
+        with ledger.accountant(capability="learn", output=str(ctx.output),
+                               pending=True) as acct:
+            trainer = make_private(model, opt, groups, penalty="sp", alpha=alpha,
+                                   target_delta=delta, steps=steps,
+                                   batch_fraction=BATCH_FRACTION, clip=CLIP, M=M, L=L,
+                                   score_fn=_centered, loss="bce", rng=ctx.rng,
+                                   accountant=acct, **kw)
+            sigma = trainer.noise_multiplier
+            trainer.train(callback=lambda rec, sched=sched: sched.step())
         key = f"private alpha={alpha:g}"
         numbers["seconds"][key] = time.perf_counter() - start
         report = trainer.privacy_report()

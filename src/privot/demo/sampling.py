@@ -15,6 +15,8 @@ Privacy
 -------
 Unit: one storm's whole track; relation: local (any two tracks of a storm); guarantee:
 pure epsilon-LDP per storm for its one released cell (``docs/privacy/sampling.md``). The
+two population samples are charged to the storms' budget ledger (:mod:`privot.demo.budget`,
+replace-one, shared with the heatmaps; a local release counts as a group of 1). The
 grid is fixed public bounds; the per-storm distributions and the storms' average are
 shown for comparison only: the demo is an evaluation report on public data, not a
 release.
@@ -90,11 +92,20 @@ def run(ctx: DemoContext) -> Section:
     eps = 2.0
     wpm = make_mechanism("wpm", points=points, epsilon=eps, base_measure="uniform")
     channel = wpm.channel()  # public; computed once for sampling and estimation
-    est_linear = estimate_population(
-        sample_population(counts, wpm, variant="linear", rng=ctx.rng, channel=channel), wpm,
-        channel=channel)
+    # The two population samples are releases of the storms: each is charged to the
+    # storms' ledger (replace-one: a local release is recorded as a group of 1) before
+    # any draw. The per-storm utility above computes laws, it draws nothing.
+    ledger = ctx.ledger("storms")
+    with ledger.accountant(capability="sample", unit="user", relation="local",
+                           convert=True, output=str(ctx.output), pending=True) as acct:
+        sample_linear = sample_population(counts, wpm, variant="linear", rng=ctx.rng,
+                                          channel=channel, accountant=acct)
+    est_linear = estimate_population(sample_linear, wpm, channel=channel)
     krr = make_mechanism("krr", points=points, epsilon=eps)
-    est_krr = estimate_population(sample_population(counts, krr, rng=ctx.rng), krr)
+    with ledger.accountant(capability="sample", unit="user", relation="local",
+                           convert=True, output=str(ctx.output), pending=True) as acct:
+        sample_krr = sample_population(counts, krr, rng=ctx.rng, accountant=acct)
+    est_krr = estimate_population(sample_krr, krr)
     import ot
 
     for label, est in (("WPM linear + EM", est_linear), ("k-RR debiased", est_krr)):
