@@ -380,11 +380,10 @@ class Ledger:
         reserve = float(self._spec["approx_delta"])
         dlt_r = dlt_t - reserve
         if dlt_r > 0 and approx_used <= reserve * (1 + RELATIVE_TOLERANCE):
-            a = self._orders
-            cand = rdp_sum + math.log(a.size / dlt_r) / (a - 1.0)
+            cand = rdp_sum + _conversion_offset(self._orders, dlt_r)
             i = int(np.argmin(cand))
             if cand[i] < best:
-                best, order = float(cand[i]), float(a[i])
+                best, order = float(cand[i]), float(self._orders[i])
         return best, order
 
     def _state(self, con: sqlite3.Connection) -> dict[str, Any]:
@@ -711,8 +710,14 @@ class Ledger:
                          + (f" -> {r.output}" if r.output else ""))
         return "\n".join(lines)
 
-    def spending_curve(self) -> dict[str, np.ndarray]:
-        """Cumulative spending after each release: ``time``, ``filter`` and ``basic`` eps."""
+    def spending_curve(self, *, pld_points: int = 0,
+                       discretization: float = 1e-3) -> dict[str, np.ndarray]:
+        """Cumulative spending after each release: ``time``, ``filter`` and ``basic`` eps.
+
+        ``pld_points > 0`` adds ``pld``: the PLD epsilon after that many releases spread
+        evenly (the last included; NaN elsewhere; only when delta > 0), composed with a
+        coarser ``discretization`` than :meth:`status` (still an upper bound).
+        """
         rels = self.releases()
         rdp = np.zeros(self._orders.size)
         inf_sum, approx, basic = 0.0, 0.0, 0.0
@@ -728,7 +733,16 @@ class Ledger:
             out["time"].append(r.created)
             out["filter"].append(f)
             out["basic"].append(basic)
-        return {k: np.asarray(v, dtype=float) for k, v in out.items()}
+        curve = {k: np.asarray(v, dtype=float) for k, v in out.items()}
+        if pld_points > 0 and self.total[1] > 0:
+            pld = np.full(len(rels), np.nan)
+            ends = np.unique(np.linspace(len(rels), 0, pld_points, endpoint=False)
+                             .round().astype(int))
+            events = [r.event for r in rels]
+            for e in ends[ends > 0]:
+                pld[e - 1] = pld_epsilon(events[:e], self.total[1], discretization)
+            curve["pld"] = pld
+        return curve
 
     def plot(self, path: str | os.PathLike[str] | None = None):
         """Spending over the releases: the enforced filter, basic composition and the
@@ -736,6 +750,21 @@ class Ledger:
         from privot.privacy.ledger_plot import plot_spending
 
         return plot_spending(self, path)
+
+
+def _conversion_offset(orders: np.ndarray, delta: float) -> np.ndarray:
+    r"""What the filter adds to the Renyi sum at each order to get its epsilon.
+
+    .. math:: \frac{\log(|\Lambda|/\delta) - \log\alpha}{\alpha - 1}
+              + \log\frac{\alpha - 1}{\alpha}
+
+    Each order gets :math:`\delta/|\Lambda|` (the union over the grid) and the
+    hockey-stick bound of Canonne, Kamath and Steinke (2020, Prop. 12), which holds on
+    the part of the outcomes where that order's sum stayed within its threshold
+    (``docs/privacy/budget.md``).
+    """
+    a = np.asarray(orders, dtype=float)
+    return (math.log(a.size / delta) - np.log(a)) / (a - 1.0) + np.log((a - 1.0) / a)
 
 
 def _filter_name(filt: str) -> str:

@@ -12,6 +12,9 @@ from typing import Any
 
 import numpy as np
 
+#: Releases at which the PLD figure is composed for the plot (each is a composition).
+PLD_POINTS = 8
+
 
 def plot_spending(ledger: Any, path: str | os.PathLike[str] | None = None):
     """Cumulative epsilon (enforced filter and basic sum) against the total.
@@ -32,7 +35,7 @@ def plot_spending(ledger: Any, path: str | os.PathLike[str] | None = None):
     from privot._optional import require
 
     mfigure = require("matplotlib.figure", "plot")
-    curve = ledger.spending_curve()
+    curve = ledger.spending_curve(pld_points=PLD_POINTS)
     eps_t, dlt_t = ledger.total
     fig = mfigure.Figure(figsize=(11, 4), layout="constrained")
     by_order, by_time = fig.subplots(1, 2, sharey=True)
@@ -43,14 +46,21 @@ def plot_spending(ledger: Any, path: str | os.PathLike[str] | None = None):
                          if n else []))
     for ax, x in zip((by_order, by_time), xs, strict=True):
         if n:
-            ax.step(x, curve["basic"], where="post", color="0.5", linestyle="--",
-                    label="basic composition (sum of eps)")
+            # a marker at each release, so that the last jump shows too
+            ax.plot(x, curve["basic"], drawstyle="steps-post", marker=".", color="0.5",
+                    linestyle="--", label="basic composition (sum of eps)")
             if ledger.filter != "basic":
-                ax.step(x, curve["filter"], where="post", color="C0",
-                        label=f"Renyi filter at delta={dlt_t:g} (enforced)")
+                ax.plot(x, curve["filter"], drawstyle="steps-post", marker=".",
+                        color="C0", label=f"Renyi filter at delta={dlt_t:g} (enforced)")
+            if "pld" in curve:
+                ok = np.isfinite(curve["pld"])
+                ax.plot(np.asarray(x, dtype=object)[ok], curve["pld"][ok], "D", color="C2",
+                        markersize=5, label="PLD (if the plan was fixed in advance)")
         ax.axhline(eps_t, color="C3", label=f"total eps={eps_t:g}")
         ax.set_ylim(0, top * 1.1)
         ax.grid(alpha=0.3)
+    by_order.xaxis.set_major_locator(require("matplotlib.ticker", "plot")
+                                     .MaxNLocator(integer=True))
     by_order.set_xlabel("release (charging order)")
     by_order.set_ylabel("epsilon spent")
     by_order.legend(loc="upper left", fontsize=8)
