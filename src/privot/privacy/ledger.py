@@ -285,6 +285,14 @@ class Ledger:
                 "conversion INTEGER NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL, "
                 "approx_delta REAL NOT NULL, rdp TEXT NOT NULL, event TEXT NOT NULL, "
                 "params TEXT NOT NULL, output TEXT, pid INTEGER, host TEXT)")
+            # running sums over the rows, updated in the same transactions as the rows:
+            # a charge reads one row instead of every release (tests check they agree)
+            con.execute("CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 1), "
+                        "count INTEGER NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL, "
+                        "approx_delta REAL NOT NULL, inf REAL NOT NULL, "
+                        "unbounded INTEGER NOT NULL, rdp TEXT NOT NULL)")
+            con.execute("INSERT INTO totals VALUES (1, 0, 0.0, 0.0, 0.0, 0.0, 0, ?)",
+                        (json.dumps([0.0] * len(ORDERS)),))
             con.executemany("INSERT INTO spec VALUES (?, ?)",
                             [(k, json.dumps(v)) for k, v in spec.items()])
             con.execute("COMMIT")
@@ -387,7 +395,40 @@ class Ledger:
         return best, order
 
     def _state(self, con: sqlite3.Connection) -> dict[str, Any]:
-        rows = con.execute("SELECT epsilon, delta, approx_delta, rdp FROM releases").fetchall()
+        """The running sums (one row; read inside the caller's transaction)."""
+        count, eps, dlt, approx, inf, unbounded, rdp = con.execute(
+            "SELECT count, epsilon, delta, approx_delta, inf, unbounded, rdp "
+            "FROM totals").fetchone()
+        return {"rdp": np.asarray(json.loads(rdp), dtype=float),
+                "inf": math.inf if unbounded else float(inf), "inf_finite": float(inf),
+                "unbounded": int(unbounded), "eps": float(eps), "delta": float(dlt),
+                "approx": float(approx), "count": int(count)}
+
+    def _add_to_totals(self, con: sqlite3.Connection, sign: int, epsilon: float,
+                       delta: float, approx: float, rec: dict[str, Any]) -> None:
+        """Add (``sign=+1``) or remove (``-1``) one row's contribution to the sums. The
+        order-infinity sum keeps its finite part and a count of unbounded rows apart, so
+        that removing an unbounded row is exact."""
+        st = self._state(con)
+        rdp = st["rdp"] + sign * np.asarray(rec["finite"], dtype=float)
+        unbounded = not math.isfinite(rec["inf"])
+        con.execute("UPDATE totals SET count = ?, epsilon = ?, delta = ?, approx_delta = ?, "
+                    "inf = ?, unbounded = ?, rdp = ? WHERE id = 1",
+                    (st["count"] + sign, st["eps"] + sign * epsilon,
+                     st["delta"] + sign * delta, st["approx"] + sign * approx,
+                     st["inf_finite"] + (0.0 if unbounded else sign * rec["inf"]),
+                     st["unbounded"] + (sign if unbounded else 0),
+                     json.dumps([float(x) for x in rdp])))
+
+    def recomputed_state(self) -> dict[str, Any]:
+        """The sums recomputed from every release row (:meth:`status` reads the running
+        sums; this checks them)."""
+        con = self._connect(self._path)
+        try:
+            rows = con.execute(
+                "SELECT epsilon, delta, approx_delta, rdp FROM releases").fetchall()
+        finally:
+            con.close()
         rdp = np.zeros(self._orders.size)
         inf_sum, eps_b, dlt_b, approx = 0.0, [], [], []
         for eps, dlt, apx, r in rows:
@@ -514,6 +555,7 @@ class Ledger:
                     "params, output, pid, host) VALUES "
                     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
                 rid = int(cur.lastrowid)
+                self._add_to_totals(con, +1, eps, dlt, ev.approx_delta(), rec)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -533,31 +575,40 @@ class Ledger:
         """
         if status not in ("released", "failed"):
             raise InvalidParameterError("status", status, "'released' or 'failed'")
-        old = self.get(release_id)
-        if old.status != "pending":
-            raise InvalidParameterError("release_id", release_id, "a pending release")
-        sets = {"status": status, "finished": time.time()}
-        if output is not None:
-            sets["output"] = str(output)
-        if event is not None and status == "released":
-            ev = event.grouped(old.conversion)
-            rec, old_rec = self._rdp_record(ev), self._rdp_record(old.event)
-            e, d = ev.basic()
-            tol = 1 + 1e-9
-            smaller = (e <= old.epsilon * tol and d <= old.delta * tol
-                       and ev.approx_delta() <= old.event.approx_delta() * tol
-                       and rec["inf"] <= old_rec["inf"] * tol
-                       and all(a <= b * tol + 1e-15 for a, b in
-                               zip(rec["finite"], old_rec["finite"], strict=True)))
-            if smaller:
-                sets.update(event=json.dumps(ev.to_dict()), rdp=json.dumps(rec),
-                            epsilon=e, delta=d, approx_delta=ev.approx_delta())
         con = self._connect(self._path)
         try:
             con.execute("BEGIN IMMEDIATE")
-            con.execute(f"UPDATE releases SET {', '.join(f'{k} = ?' for k in sets)} "
-                        "WHERE id = ?", (*sets.values(), release_id))
-            con.execute("COMMIT")
+            try:
+                # read and rewrite under the write lock: a row closed meanwhile by
+                # another process is never rewritten
+                found = con.execute("SELECT status, conversion, epsilon, delta, approx_delta, "
+                                    "rdp, event FROM releases WHERE id = ?",
+                                    (int(release_id),)).fetchone()
+                if found is None or found[0] != "pending":
+                    raise InvalidParameterError("release_id", release_id,
+                                                "the id of a pending release")
+                _, conversion, old_eps, old_dlt, old_apx, old_rdp, old_event = found
+                sets: dict[str, Any] = {"status": status, "finished": time.time()}
+                if output is not None:
+                    sets["output"] = str(output)
+                old_rec = json.loads(old_rdp)
+                if event is not None and status == "released":
+                    ev = event.grouped(conversion)
+                    rec = self._rdp_record(ev)
+                    e, d = ev.basic()
+                    if _no_larger(e, d, ev.approx_delta(), rec, old_eps, old_dlt, old_apx,
+                                  old_rec):
+                        sets.update(event=json.dumps(ev.to_dict()), rdp=json.dumps(rec),
+                                    epsilon=e, delta=d, approx_delta=ev.approx_delta())
+                        self._add_to_totals(con, -1, old_eps, old_dlt, old_apx, old_rec)
+                        self._add_to_totals(con, +1, e, d, ev.approx_delta(), rec)
+                con.execute(f"UPDATE releases SET {', '.join(f'{k} = ?' for k in sets)} "
+                            "WHERE id = ? AND status = 'pending'",
+                            (*sets.values(), int(release_id)))
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
         finally:
             con.close()
         return self.get(release_id)
@@ -675,6 +726,9 @@ class Ledger:
         pld_eps = None
         if pld and dlt_t > 0 and st["count"]:
             pld_eps = pld_epsilon([r.event for r in self.releases()], dlt_t, discretization)
+            # the discretisation can put a pure composition a hair above its exact sum,
+            # itself a valid bound at every delta: report the smaller
+            pld_eps = min(pld_eps, st["inf"])
         return BudgetStatus(total=(eps_t, dlt_t), filter=self.filter, spent_epsilon=spent,
                             remaining_epsilon=max(0.0, eps_t - spent),
                             basic=(st["eps"], st["delta"]), pld_epsilon=pld_eps,
@@ -750,6 +804,18 @@ class Ledger:
         from privot.privacy.ledger_plot import plot_spending
 
         return plot_spending(self, path)
+
+
+def _no_larger(eps: float, delta: float, approx: float, rec: dict[str, Any],
+               old_eps: float, old_delta: float, old_approx: float,
+               old_rec: dict[str, Any]) -> bool:
+    """Whether a description is no larger than another in every part (basic pair, approx
+    delta, each Renyi order and infinity), up to 1e-9 relative."""
+    tol = 1 + 1e-9
+    return (eps <= old_eps * tol and delta <= old_delta * tol
+            and approx <= old_approx * tol and rec["inf"] <= old_rec["inf"] * tol
+            and all(a <= b * tol + 1e-15
+                    for a, b in zip(rec["finite"], old_rec["finite"], strict=True)))
 
 
 def _conversion_offset(orders: np.ndarray, delta: float) -> np.ndarray:
