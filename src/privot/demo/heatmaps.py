@@ -77,6 +77,12 @@ def _case(ctx: DemoContext, name: str, title: str, users: np.ndarray, x: np.ndar
                                   sigma=sigma, rng=ctx.rng, accountant=acct)
         seconds = time.perf_counter() - start
         metrics = _metrics(gaussian_heatmap(true, sigma=sigma), res.heatmap, grid)
+        # the true mass where the release is (numerically) zero, below 1e-12 of its
+        # total: the smoothed KL charges up to about 36 nats per unit of it
+        # (metrics.kl_divergence), so it explains a large KL
+        est = res.heatmap / max(float(res.heatmap.sum()), 1e-300)
+        metrics["true mass on zero cells"] = float(
+            gaussian_heatmap(true, sigma=sigma)[est < 1e-12].sum())
         numbers[method] = {"seconds": seconds, **metrics,
                            "epsilon_spent": res.release.epsilon}
         rows.append((label, seconds, metrics))
@@ -84,10 +90,12 @@ def _case(ctx: DemoContext, name: str, title: str, users: np.ndarray, x: np.ndar
 
     fig, axes = new_figure(1, 4, figsize=(13, 3.6))
     for ax, (label, h) in zip(axes[0], panels, strict=True):
-        ax.imshow(h, origin="lower", cmap="inferno", interpolation="nearest")
+        ax.imshow(h, origin="lower", cmap="inferno", interpolation="nearest",
+                  extent=grid.bounds, aspect="auto")
         ax.set_title(label, fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set_xlabel("longitude", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0][0].set_ylabel("latitude", fontsize=8)
     fig.suptitle(f"{title}: epsilon = {EPSILON:g}, Delta = {grid.resolution}", fontsize=10)
     figure = save_figure(fig, ctx.output, f"heatmap_{name}.png")
 
@@ -97,11 +105,29 @@ def _case(ctx: DemoContext, name: str, title: str, users: np.ndarray, x: np.ndar
     for label, seconds, metrics in rows:
         table.append(f"| {label} | {seconds:.2f} | "
                      + " | ".join(f"{metrics[k]:.4g}" for k in keys) + " |")
-    md = (f"**{title}** ({sums.n_users} users, curator-only count). Metrics against the "
+    md = (f"**{title}** ({sums.n_users} users; an exact count, curator-only). Metrics "
+          "against the "
           "non-private heatmap (similarity and Pearson: higher is better; KL and EMD: "
-          "lower is better):\n\n" + "\n".join(table) + "\n")
+          "lower is better):\n\n" + "\n".join(table) + "\n\n"
+          + _why_kl(rows))
     numbers["figure"] = figure
     return numbers, md
+
+
+def _why_kl(rows: list[tuple[str, float, dict[str, float]]]) -> str:
+    """One paragraph on why KL and similarity can favour the Laplace baseline."""
+    zero = {label: m["true mass on zero cells"] for label, _, m in rows}
+    parts = ", ".join(f"{label} {v:.1%}" for label, v in zero.items())
+    return ("*Reading the table.* The paper's method is built to minimise EMD (its "
+            "Theorem 1), and it keeps only the w heaviest cells per level: the cells it "
+            "does not refine stay at zero (the Gaussian filter only reaches a few cells "
+            "around the kept ones). The smoothed KL charges up to about 36 nats per unit "
+            "of true mass on cells an estimate leaves at (numerically) zero, and similarity "
+            "(the histogram intersection) loses that mass entirely, while the Laplace "
+            "baseline spreads noise over every cell and leaves none at zero. True mass on "
+            f"zero cells (below 1e-12 of the estimate's total) here: {parts}. So a "
+            "large KL with a small EMD means missed low-density areas, not misplaced hot "
+            "spots.")
 
 
 def storm_tracks() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -144,7 +170,7 @@ def run(ctx: DemoContext) -> Section:
         pick_rng = ctx.rng if ctx.rng is not None else np.random.default_rng()
         chosen = pick_rng.choice(candidates, size=min(200, candidates.size), replace=False)
         keep = np.isin(gow["user_id"].to_numpy(), chosen)
-        numbers["gowalla"], md = _case(ctx, "gowalla", "Gowalla Manhattan, 200 users",
+        numbers["gowalla"], md = _case(ctx, "gowalla", "Gowalla Manhattan, sampled users",
                                        gow["user_id"].to_numpy()[keep], lon[keep], lat[keep],
                                        grid, sigma=2.0, ledger="gowalla-nyc")
         figures.append(numbers["gowalla"]["figure"])
