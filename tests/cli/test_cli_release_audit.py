@@ -177,8 +177,32 @@ def assert_same_public_content(a: Path, b: Path, *, noisy_fields: frozenset[str]
         elif suffix == ".npy":  # a noisy release: only its shape and type are public
             xa, xb = np.load(pa), np.load(pb)
             assert (xa.shape, xa.dtype) == (xb.shape, xb.dtype), f"{name}: layout differs"
+        elif suffix == ".npz":  # compressed noisy arrays: names, shapes and types public
+            with np.load(pa) as za, np.load(pb) as zb:
+                assert sorted(za.files) == sorted(zb.files), f"{name}: arrays differ"
+                for k in za.files:
+                    assert (za[k].shape, za[k].dtype) == (zb[k].shape, zb[k].dtype), (
+                        f"{name}[{k}]: layout differs")
+        elif name.endswith("_cells.csv"):  # a sparse table of the noisy release: its
+            # rows are the release's non-zero blocks (noisy), its header is public
+            assert (pa.read_text().splitlines()[:1] == pb.read_text().splitlines()[:1]), (
+                f"{name}: header differs")
         elif suffix == ".csv":  # a noisy release: its header and shape are public
             assert csv_layout(pa) == csv_layout(pb), f"{name}: header or shape differs"
+        elif suffix == ".geojson":  # the noisy release's non-zero blocks as polygons:
+            # the collection's type, bounding box and property names are public
+            ga, gb = json.loads(pa.read_text()), json.loads(pb.read_text())
+            assert (ga["type"], ga.get("bbox")) == (gb["type"], gb.get("bbox")), name
+
+            def keys(g):
+                return {k for f in g["features"] for k in f["properties"]}
+            assert (not ga["features"] or not gb[
+                "features"] or keys(ga) == keys(gb)), f"{name}: properties differ"
+        elif suffix == ".tif":  # a noisy raster: its grid, type and georeference public
+            rasterio = pytest.importorskip("rasterio")
+            with rasterio.open(pa) as ra, rasterio.open(pb) as rb:
+                assert (ra.shape, ra.dtypes, ra.transform, ra.crs) == (
+                    rb.shape, rb.dtypes, rb.transform, rb.crs), f"{name}: layout differs"
         else:  # any other publishable file: not a release, so it must be identical
             assert pa.read_bytes() == pb.read_bytes(), f"{name} differs between D and D'"
 

@@ -7,12 +7,26 @@ output folder (:mod:`privot.cli._output`):
 
 publishable (the public parameters and the noisy release only)
     * ``distribution.npy`` / ``distribution.csv`` -- the private distribution
-      (Delta x Delta, sums to 1; row 0 is the bottom edge ``y_min``);
-    * ``heatmap.npy`` -- its Gaussian-filtered heatmap; ``heatmap.png`` -- a picture;
-    * ``release.json`` -- what was released, its guarantee and parameters.
+      (Delta x Delta, sums to 1); from Delta = 2048 on ``distribution.npz``
+      (compressed) and no dense CSV;
+    * ``distribution_cells.csv`` -- the long table: one row per maximal uniform dyadic
+      block of non-zero cells (row, col, side, centre x/y, bounds, value, mass; zero
+      cells left out); ``distribution.geojson`` -- the same blocks as polygons (RFC 7946,
+      lon/lat); ``distribution.tif`` -- a north-up GeoTIFF (with rasterio, the ``gis``
+      extra; skipped with a note without it);
+    * ``heatmap.npy`` (``.npz`` from Delta = 2048) -- its Gaussian-filtered heatmap;
+      ``heatmap.png`` -- a picture (``--scale``, default sqrt);
+    * ``release.json`` -- what was released, its guarantee, parameters, file layout.
 
 curator-only (exact statistics of the raw data: never publish)
     * ``curator-report.json`` -- points read, dropped, users, timings, data warnings.
+
+Orientation: arrays are ``[row, col]``, row 0 at the southern edge ``y_min`` (row along
+y / latitude), col 0 at the western edge ``x_min`` (``docs/heatmaps_outputs.md``). The
+files are written by :meth:`privot.heatmaps.HeatmapResult.save` (one code path).
+
+Memory: a resolution whose dense arrays would exceed ``--max-memory`` (default half the
+machine's RAM) is refused before the data is read (``privot.heatmaps.outputs``).
 
 Privacy
 -------
@@ -27,8 +41,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from privot.cli._common import (
     add_engine_arguments,
@@ -46,9 +58,6 @@ from privot.cli._common import (
 from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidParameterError
 
-if TYPE_CHECKING:
-    import numpy as np
-
 __all__ = ["register"]
 
 # Parsing imports neither numpy nor the library (a fast ``privot heatmap --help``): the
@@ -56,6 +65,9 @@ __all__ = ["register"]
 # (privot.heatmaps: METHODS, DEFAULT_W, DEFAULT_GAMMA, DEFAULT_SIGMA, ASPECTS);
 # tests/cli/test_cli_imports.py checks they agree.
 _METHODS = {"none": "pyramid", "laplace": "laplace", "threshold": "threshold"}
+# privot.heatmaps.plot: SCALES, DEFAULT_SCALE (sqrt keeps 8% secondary hubs visible)
+_SCALES = ("linear", "sqrt", "log")
+_DEFAULT_SCALE = "sqrt"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -66,8 +78,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "grid; the sum is measured with the hierarchical Laplace mechanism and "
                     "reconstructed by the sparse-EMD linear program (Ghazi et al., "
                     "Differentially Private Heatmaps).",
-        epilog="Publishable: distribution.npy, distribution.csv, heatmap.npy, heatmap.png, "
-               "release.json. Curator-only, never publish: curator-report.json (exact "
+        epilog="Publishable: distribution.npy, distribution.csv (Delta x Delta; row 0 is "
+               "the southern edge y_min, col 0 the western edge x_min), "
+               "distribution_cells.csv (long table of the non-zero cells, grouped in "
+               "uniform dyadic blocks: row, col, side, centre x/y, bounds, value, mass), "
+               "distribution.geojson (the same blocks as lon/lat polygons), "
+               "distribution.tif (north-up GeoTIFF; needs rasterio: pip install "
+               "'privot[gis]'), heatmap.npy, heatmap.png, release.json; from "
+               "--resolution 2048 on the dense arrays are .npz (compressed) and there is "
+               "no dense distribution.csv (docs/heatmaps_outputs.md). Curator-only, never "
+               "publish: "
+               "curator-report.json (exact "
                "point and user counts, timings, data warnings). Points outside the bounds, "
                "and rows with a missing user id or a missing or non-numeric coordinate, are "
                "dropped and counted (curator-only); an input with no usable point inside "
@@ -80,7 +101,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "latitude. Never taken from the data.")
     p.add_argument("--epsilon", type=positive_float, required=True, help="total budget (> 0)")
     p.add_argument("--resolution", type=int, default=256, metavar="DELTA",
-                   help="grid side, a power of two (default: %(default)s)")
+                   help="grid side, a power of two (default: %(default)s); refused "
+                        "before the data is read when its dense arrays (about 128 * "
+                        "DELTA^2 bytes) exceed --max-memory")
     p.add_argument("--w", type=int, default=20,
                    help="cells kept per level by RECONSTRUCT (default: %(default)s)")
     p.add_argument("--gamma", type=positive_float, default=2 ** -0.5,
@@ -93,6 +116,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="--baseline threshold keeps the top PERCENT of cells (default: 1)")
     p.add_argument("--aspect", choices=("square", "stretch"), default="square",
                    help="cells of a non-square --bounds: square (default) or stretched")
+    p.add_argument("--scale", choices=_SCALES, default=_DEFAULT_SCALE,
+                   help="colour scale of heatmap.png (default: %(default)s, which keeps "
+                        "secondary hotspots visible)")
+    p.add_argument("--max-memory", default=None, metavar="SIZE",
+                   help="refuse a --resolution whose dense arrays need more memory than "
+                        "SIZE, such as 16GB (default: half of this machine's RAM)")
     add_engine_arguments(p, "where the aggregation runs: duckdb (embedded; 'local' is "
                             "accepted as an alias) or spark")
     add_point_table_arguments(p)
@@ -102,20 +131,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_run)
 
 
-PUBLISHABLE = ("distribution.npy", "distribution.csv", "heatmap.npy", "heatmap.png",
-               "release.json")
+#: Every publishable file ``privot heatmap`` may write (privot.heatmaps.outputs).
+PUBLISHABLE = ("distribution.npy", "distribution.npz", "distribution.csv",
+               "distribution_cells.csv", "distribution.geojson", "distribution.tif",
+               "heatmap.npy", "heatmap.npz", "heatmap.png", "release.json")
 
 
 def _run(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from privot._usable import check_usable
     from privot._validation import check_epsilon
     from privot.heatmaps import Grid, aggregate_user_cells, private_heatmap
+    from privot.heatmaps.outputs import check_memory, parse_size
     from privot.privacy.events import PureEvent
 
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     grid = Grid(tuple(args.bounds), args.resolution, aspect=args.aspect)
+    max_memory = None if args.max_memory is None else parse_size(args.max_memory,
+                                                                 "--max-memory")
+    # before the data is read: the dense Delta x Delta arrays must fit
+    check_memory(grid.resolution, max_memory=max_memory, name="--resolution",
+                 limit_name="--max-memory")
     if args.w < 1:
         raise InvalidParameterError("--w", args.w, "an integer >= 1")
     names = [n.strip() for n in args.names.split(",")] if args.names else None
@@ -149,23 +184,17 @@ def _run(args: argparse.Namespace) -> int:
                             params=params) as acct:
             result = private_heatmap(sums, grid=grid, epsilon=epsilon, w=args.w,
                                      gamma=args.gamma, sigma=args.sigma, method=method,
-                                     threshold=args.threshold, rng=rng, accountant=acct)
+                                     threshold=args.threshold, rng=rng, accountant=acct,
+                                     max_memory=max_memory)
 
-    # -- publishable: the public parameters and the noisy release only ------------------
+    # -- publishable (public parameters and the noisy release) and curator-only files:
+    # one code path with the library's HeatmapResult.save
     out.open()
-    np.save(out.public("distribution.npy"), result.distribution)
-    np.savetxt(out.public("distribution.csv"), result.distribution, delimiter=",",
-               fmt="%.9g")
-    np.save(out.public("heatmap.npy"), result.heatmap)
-    _write_png(out.public("heatmap.png"), result.heatmap, grid, title=(
-        f"{'pyramid (paper 002)' if args.baseline == 'none' else args.baseline + ' baseline'}"
-        f", epsilon = {epsilon:g}, Delta = {grid.resolution}"))
-    out.write_release({**result.release_dict(), "engine": args.engine})
-
-    # -- curator-only ------------------------------------------------------------------
-    report = result.curator_report()
-    report["seconds"] = {"aggregate": t_aggregate, **report["seconds"]}
-    out.write_curator_report(report, data_warnings)
+    written = result.save(out.path, scale=args.scale, release_extra={"engine": args.engine},
+                          curator={"seconds": {"aggregate": t_aggregate}},
+                          data_warnings=data_warnings)
+    out.written_public += written["publishable"]
+    out.written_curator += written["curator"]
 
     rel = result.release
     levels = ", ".join(f"{k}: {v:.4g}" for k, v in rel.level_epsilons.items())
@@ -173,6 +202,8 @@ def _run(args: argparse.Namespace) -> int:
           f"add/remove one user; per level {levels})"
           + ("" if rel.secure else "; SEEDED: not for publication"))
     print(out.listing())
+    for note in written["notes"]:  # functions of the public parameters and the release
+        print(f"privot heatmap: note: {note}")
     if ledger is not None:
         print(ledger_summary(ledger))
     cur = result.diagnostics.curator_only
@@ -181,22 +212,3 @@ def _run(args: argparse.Namespace) -> int:
           "users", file=sys.stderr)
     return 0
 
-
-def _write_png(path: Path, heatmap: np.ndarray, grid, *, title: str) -> None:
-    from privot.demo._report import new_figure
-
-    fig, axes = new_figure(figsize=(6, 5.4))
-    ax = axes[0, 0]
-    x0, x1, y0, y1 = grid.bounds
-    extent = (x0, x0 + grid.cell_width * grid.resolution,
-              y0, y0 + grid.cell_height * grid.resolution)
-    im = ax.imshow(heatmap, origin="lower", extent=extent, cmap="inferno",
-                   interpolation="nearest")
-    ax.set_xlim(x0, x1)
-    ax.set_ylim(y0, y1)
-    ax.locator_params(axis="x", nbins=5)
-    ax.set_title(title, fontsize=10)
-    ax.set_xlabel("x (longitude)")
-    ax.set_ylabel("y (latitude)")
-    fig.colorbar(im, ax=ax, shrink=0.8, label="heat")
-    fig.savefig(path, dpi=120, bbox_inches="tight")

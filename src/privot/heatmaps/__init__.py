@@ -8,6 +8,8 @@ Modules: :mod:`~privot.grid` (public bounds to a Delta x Delta grid),
 :mod:`~privot.heatmaps.baselines` (Laplace per cell, and its thresholding variant),
 :mod:`~privot.heatmaps.render` (Gaussian-filtered heatmap, Sec. 2.3),
 :mod:`~privot.heatmaps.api` (:func:`private_heatmap`),
+:mod:`~privot.heatmaps.outputs` (the files of ``privot heatmap``: long table, GeoJSON,
+GeoTIFF; the memory check), :mod:`~privot.heatmaps.plot` (the picture, colour scales),
 :mod:`~privot.heatmaps.metrics` (similarity, Pearson, KL, exact grid EMD). Extensions:
 :mod:`~privot.heatmaps.dense` (dense EMD aggregation, App. D),
 :mod:`~privot.heatmaps.kmedian` (DP planar k-median coreset and centres, App. A),
@@ -65,6 +67,8 @@ from privot.heatmaps.metrics import (
     pearson,
     similarity,
 )
+from privot.heatmaps.outputs import check_memory, memory_estimate, save_heatmap
+from privot.heatmaps.plot import plot_heatmap
 from privot.heatmaps.pyramid import block_sums, children_flat, leaf_block, pyramid
 from privot.heatmaps.reconstruct import LP_FORMS, Reconstruction, reconstruct
 from privot.heatmaps.render import gaussian_heatmap
@@ -85,6 +89,7 @@ __all__ = ["ASPECTS", "CellAssignment", "Grid", "block_sums", "children_flat", "
            "gaussian_heatmap",
            "DEFAULT_SIGMA", "METHODS", "CuratorDiagnostics", "HeatmapDiagnostics",
            "HeatmapRelease", "HeatmapResult", "private_heatmap",
+           "check_memory", "memory_estimate", "plot_heatmap", "save_heatmap",
            "DenseHeatmapResult", "dense_heatmap", "dense_release", "emd_norm",
            "emd_projection",
            "KMedianResult", "kmedian_cost", "private_kmedian", "weighted_kmedian",

@@ -33,6 +33,7 @@ from privot.heatmaps.measure import (
     DEFAULT_W,
     measure,
 )
+from privot.heatmaps.outputs import check_memory
 from privot.heatmaps.reconstruct import (
     FULL_LP_MAX_RESOLUTION,
     LP_FORMS,
@@ -82,7 +83,7 @@ class CuratorDiagnostics:
     n_users_empty: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class HeatmapRelease:
     r"""What was released and under which guarantee (publishable).
 
@@ -129,6 +130,14 @@ class HeatmapRelease:
     gamma: float | None = None
     threshold: float | None = None
 
+    def __repr__(self) -> str:
+        levels = sorted(self.level_epsilons)
+        span = (f"level {levels[0]}" if len(levels) == 1
+                else f"levels {levels[0]}..{levels[-1]}")
+        return (f"HeatmapRelease({self.method}, epsilon={self.epsilon:g}, {span}, "
+                f"unit={self.unit}, {self.relation.value}"
+                + ("" if self.secure else ", SEEDED") + ")")
+
 
 @dataclass(frozen=True)
 class HeatmapDiagnostics:
@@ -162,7 +171,7 @@ class HeatmapDiagnostics:
     baseline: BaselineResult | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class HeatmapResult:
     r"""A private heatmap.
 
@@ -190,8 +199,11 @@ class HeatmapResult:
 
     Notes
     -----
-    :meth:`release_dict` is the publishable description; :meth:`curator_report` and
-    ``diagnostics.curator_only`` hold exact counts and timings, never to be published.
+    :meth:`release_dict` and :meth:`to_dict` are publishable; :meth:`curator_report`
+    and ``diagnostics.curator_only`` hold exact counts and timings, never to be
+    published. :meth:`save` writes the files of ``privot heatmap``, :meth:`plot` draws
+    ``heatmap.png``. Arrays are ``[row, col]`` with row 0 at the southern edge ``y_min``
+    (:mod:`privot.heatmaps.outputs`).
     """
 
     distribution: np.ndarray
@@ -233,6 +245,83 @@ class HeatmapResult:
         return {"n_users": cur.n_users, "n_points": cur.n_points,
                 "n_outside_or_unusable": cur.n_outside,
                 "n_users_empty": cur.n_users_empty, "seconds": dict(self.seconds)}
+
+    def summary(self) -> dict[str, Any]:
+        """Summary numbers of the release (publishable: functions of the release)."""
+        dist = self.distribution
+        diag = self.diagnostics
+        return {"mass": float(dist.sum()), "max_cell": float(dist.max()),
+                "n_cells_positive": int(np.count_nonzero(dist > 0)),
+                "fallback_uniform": bool(diag.fallback_uniform),
+                "lp_objective": diag.lp_objective}
+
+    def to_dict(self, *, curator: bool = False) -> dict[str, Any]:
+        """JSON-ready: :meth:`release_dict` and :meth:`summary` (publishable, no arrays);
+        with ``curator=True`` also ``"curator_only"``: :meth:`curator_report`
+        (**exact counts and timings: never publish that part**)."""
+        body: dict[str, Any] = {"capability": "heatmap", **self.release_dict(),
+                                "summary": self.summary()}
+        if curator:
+            body["curator_only"] = self.curator_report()
+        return body
+
+    def __repr__(self) -> str:
+        g = self.grid
+        b = ", ".join(f"{v:g}" for v in g.bounds)
+        return (f"HeatmapResult({self.method}, epsilon={self.epsilon:g}, grid={g.resolution}"
+                f"x{g.resolution} over ({b}), sigma={self.sigma:g}, "
+                f"mass={float(self.distribution.sum()):.4g}, "
+                f"cells>0={int(np.count_nonzero(self.distribution > 0))}"
+                + ("" if self.secure else ", SEEDED") + ")")
+
+    def plot(self, ax: Any = None, *, scale: str | None = None, which: str = "heatmap",
+             title: str | None = None, **kwargs: Any) -> Any:
+        """Draw the filtered heatmap (``which="heatmap"``, the picture ``heatmap.png``)
+        or the unsmoothed ``"distribution"``; see :func:`privot.heatmaps.plot.plot_heatmap`.
+
+        ``scale`` in ``{"linear", "sqrt", "log"}`` (default ``"sqrt"``,
+        :data:`privot.heatmaps.plot.DEFAULT_SCALE`). Returns the matplotlib Figure.
+        """
+        from privot.heatmaps.plot import DEFAULT_SCALE, plot_heatmap
+
+        if which not in ("heatmap", "distribution"):
+            raise InvalidParameterError("which", which, "'heatmap' or 'distribution'")
+        scale = DEFAULT_SCALE if scale is None else scale
+        values = self.heatmap if which == "heatmap" else self.distribution
+        if title is None:
+            title = self._title(which, scale)
+        return plot_heatmap(values, self.grid, ax=ax, scale=scale, title=title, **kwargs)
+
+    def _title(self, which: str, scale: str) -> str:
+        name = ("pyramid (paper 002)" if self.method == "pyramid"
+                else f"{self.method} baseline")
+        first = (f"{name}, epsilon = {self.epsilon:g}, Delta = {self.grid.resolution}"
+                 + ("" if self.secure else " (seeded)"))
+        if which == "heatmap" and self.sigma > 0:
+            smooth = (f"Gaussian filter sigma = {self.sigma:g} cells (Sec. 2.3), "
+                      f"{scale} scale")
+        else:
+            smooth = f"unsmoothed release, {scale} scale"
+        if self.method == "pyramid":
+            blocks = "squares: mass RECONSTRUCT spreads evenly over left-out blocks"
+        else:
+            blocks = "per-cell noisy release"
+        return f"{first}\n{smooth}\n{blocks}"
+
+    def save(self, folder: Any, *, scale: str | None = None, crs: str | None = "auto",
+             **kwargs: Any) -> dict[str, list[str]]:
+        """Write the files ``privot heatmap`` writes into ``folder``
+        (:func:`privot.heatmaps.outputs.save_heatmap`): the publishable release files
+        and ``curator-report.json`` (curator-only).
+
+        Returns
+        -------
+        dict
+            ``{"publishable": [...], "curator": [...], "notes": [...]}``.
+        """
+        from privot.heatmaps.outputs import save_heatmap
+
+        return save_heatmap(self, folder, scale=scale, crs=crs, **kwargs)
 
 
 def _column(data: Any, name: str, value: object) -> np.ndarray:
@@ -301,7 +390,8 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
                     gamma: float = DEFAULT_GAMMA, sigma: float = DEFAULT_SIGMA,
                     method: str = "pyramid", threshold: float = 1.0, lp: str = "compact",
                     accountant: Spender | None = None,
-                    rng: np.random.Generator | None = None) -> HeatmapResult:
+                    rng: np.random.Generator | None = None,
+                    max_memory: int | str | None = None) -> HeatmapResult:
     r"""A user-level :math:`\varepsilon`-DP heatmap (paper 002) or one of its baselines.
 
     Parameters
@@ -336,6 +426,10 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
         budget too small is refused before any noise is drawn.
     rng : numpy.random.Generator, optional
         None: OS CSPRNG. A seeded generator marks the release ``secure=False``.
+    max_memory : int or str, optional
+        Memory limit (bytes, or ``"16GB"``) for the dense ``Delta x Delta`` arrays; a
+        resolution needing more is refused before the data is read
+        (:func:`privot.heatmaps.outputs.check_memory`). None: half the machine's RAM.
 
     Returns
     -------
@@ -345,7 +439,8 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
     ------
     InvalidParameterError
         A parameter outside its range (``epsilon <= 0``, ``w < 1``, unknown ``method``,
-        missing column...), naming it.
+        missing column, a ``resolution`` whose arrays exceed ``max_memory``...), naming
+        it.
     InvalidDataError
         Empty input, NaN/inf coordinates, mismatched lengths, missing user ids.
     BudgetExceededError
@@ -378,6 +473,7 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
         raise InvalidParameterError("lp", lp, f"'compact' for resolution {grid.resolution}; "
                                     f"the full LP is only allowed up to "
                                     f"{FULL_LP_MAX_RESOLUTION}")
+    check_memory(grid.resolution, max_memory=max_memory)  # before the data is read
     check_spender(accountant)
     ensure_affordable(accountant, eps, f"private_heatmap(method={method!r})")
 
