@@ -88,15 +88,21 @@ def _case(ctx: DemoContext, name: str, title: str, users: np.ndarray, x: np.ndar
         rows.append((label, seconds, metrics))
         panels.append((label, res.heatmap))
 
-    fig, axes = new_figure(1, 4, figsize=(13, 3.6))
-    for ax, (label, h) in zip(axes[0], panels, strict=True):
-        ax.imshow(h, origin="lower", cmap="inferno", interpolation="nearest",
-                  extent=grid.bounds, aspect="auto")
-        ax.set_title(label, fontsize=9)
-        ax.set_xlabel("longitude", fontsize=8)
+    fig, axes = new_figure(1, 4, figsize=(15, 4.2))
+    from privot.heatmaps.plot import DEFAULT_SCALE, plot_heatmap
+
+    for i, (ax, (label, h)) in enumerate(zip(axes[0], panels, strict=True)):
+        # the library's figure (privot heatmap's): sqrt scale so that secondary hot
+        # spots stay visible, a colorbar the map's height, labelled axes
+        plot_heatmap(h, grid, ax=ax, scale=DEFAULT_SCALE, title=label,
+                     ylabel="y (latitude)" if i == 0 else "",
+                     label="mass per cell" if i == len(panels) - 1 else "")
+        ax.title.set_fontsize(9)
         ax.tick_params(labelsize=7)
-    axes[0][0].set_ylabel("latitude", fontsize=8)
-    fig.suptitle(f"{title}: epsilon = {EPSILON:g}, Delta = {grid.resolution}", fontsize=10)
+    fig.suptitle(f"{title}: epsilon = {EPSILON:g}, Delta = {grid.resolution}, "
+                 f"{DEFAULT_SCALE} colour scale\nthe squares in ours are the blocks over "
+                 "which the reconstruction spreads mass evenly (the filter, "
+                 f"sigma = {sigma:g} cells, does not smooth them away)", fontsize=9)
     figure = save_figure(fig, ctx.output, f"heatmap_{name}.png")
 
     keys = list(rows[0][2])

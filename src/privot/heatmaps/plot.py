@@ -131,5 +131,5 @@ def plot_heatmap(values: np.ndarray, grid: Grid, *, ax: Any = None,
     if colorbar:
         cax = ax.inset_axes([1.03, 0.0, 0.045, 1.0])  # axes coordinates: the map's height
         shown_label = label if factor == 1 else f"{label} (mean of {factor}x{factor} blocks)"
-        fig.colorbar(im, cax=cax, label=f"{shown_label}, {scale} scale")
+        fig.colorbar(im, cax=cax, label=f"{shown_label}, {scale} scale" if shown_label else "")
     return fig
