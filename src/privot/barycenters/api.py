@@ -4,7 +4,9 @@ r"""Public entry point of papers 000 and 001: :func:`private_barycenter`.
 
     method="coreset" (paper 000 Alg. 2), epsilon-DP:
       groups --(PublicBounds)--> unit ball --(private coreset per group, eps each;
-      parallel composition)--> mu'_i --(JL Pi)--> mu^_i --(free-support barycenter)--> nu^
+      parallel composition)--> mu'_i --(weighted atoms: the coreset merged by the cells
+      of its public partition, max_atoms)--> mu'_i --(JL Pi)--> mu^_i
+      --(free-support barycenter)--> nu^
       --(Alg. 3 SolutionWeights: plans mu^_i -> nu^)--> (S, w)
       --(Alg. 4 SupportPoints with mu'_i in R^d)--> nu --(from_unit)--> support
 
@@ -17,12 +19,15 @@ With ``population_size`` the groups are a uniform sample (without replacement) o
 larger population and the budget is stated on the population: the mechanism runs at
 the larger sample budget that amplification by subsampling (Balle, Barthe and
 Gaboardi 2018) brings back to it (paper 000 Remark 1 and Sec. 6).
-Derivations: ``docs/privacy/barycenters.md``.
+Everything after the noisy leaf counts (consistency, placement, the merge into weighted
+atoms, the solver, its progress bars) reads only the released counts, public parameters
+and public randomness: post-processing. Derivations: ``docs/privacy/barycenters.md``.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -46,6 +51,7 @@ from privot._validation import (
 )
 from privot.barycenters.coresets import (
     PrivateCoreset,
+    cell_atoms,
     coreset_from_leaf_counts,
     default_depth,
     private_coreset,
@@ -85,6 +91,20 @@ DEFAULT_ANCHOR_FRACTION = 0.25
 #: US places, n = 200,000: cost 2.348 with 50,000 points against 2.353 with all of them,
 #: and 16 s instead of minutes (benchmarks/results/barycenter_us.json).
 DEFAULT_MAX_CORESET = 50_000
+#: Default cap on the weighted atoms each group's coreset is given to the solver as
+#: (``max_atoms``; :func:`~privot.barycenters.coresets.cell_atoms`). Measured on US
+#: places (benchmarks/bench_barycenter_scale.py, k = 3, n = 109,000 per group, m = 32,
+#: eps = 1): see ``benchmarks/README.md``, section "Barycenters at scale".
+DEFAULT_MAX_ATOMS = 4096
+#: With ``max_atoms``, at most this many coreset points per group are placed before they
+#: are merged into atoms (placement is cheap; the cap only bounds memory at 10^7 rows).
+DEFAULT_MAX_PLACED = 1_000_000
+#: Exact polishing steps after Sinkhorn on weighted atoms (``polish=None`` with
+#: ``max_atoms``): the exact fixed point run to its tolerance (it stops early), affordable
+#: on a few thousand atoms. US places, k = 3, n = 109,000, m = 32, three releases: true
+#: cost 212.56 / 212.38 / 212.45 with 1 step, 212.46 / 212.36 / 212.36 with 10, the same
+#: with 50 (squared degrees).
+DEFAULT_ATOMS_POLISH = 10
 #: Noisy anchored steps of the perturbation method.
 DEFAULT_ITERATIONS = 1
 
@@ -210,35 +230,95 @@ def _coresets_of_counts(counts: Any, keys: list[Any]) -> CoresetMaker:
     return make
 
 
+def show_progress(progress: bool | None) -> bool:
+    """``progress`` resolved: None shows bars only when stderr is a terminal."""
+    if progress is None:
+        stream = sys.stderr
+        return bool(stream is not None and hasattr(stream, "isatty") and stream.isatty())
+    if not isinstance(progress, bool):
+        raise InvalidParameterError("progress", progress, "None, True or False")
+    return progress
+
+
+def _progress_bar(show: bool, **kw: Any) -> Any:
+    """A ``tqdm.auto`` bar on stderr, or a silent stand-in when ``show`` is False."""
+    if not show:
+        return _NoBar()
+    from tqdm.auto import tqdm  # imported on use: keeps ``import privot`` light
+
+    return tqdm(file=sys.stderr, leave=False, dynamic_ncols=True, **kw)
+
+
+class _NoBar:
+    """What a disabled bar does: nothing."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon: float,
                         p: float, projection_dim: int | None, beta: np.ndarray,
                         solver: dict[str, Any], coreset: dict[str, Any],
-                        gen: np.random.Generator | None
+                        gen: np.random.Generator | None, max_atoms: int | None = None,
+                        show: bool = False, label: str = "private coresets"
                         ) -> tuple[np.ndarray, dict[str, Any], bool]:
     """Paper 000 Alg. 2 in unit coordinates.
 
     Returns the support, diagnostics and whether all noise was secure. ``gen`` None:
     secure noise, and an OS-seeded generator for the public randomness (JL map, solver
     initialisation).
+
+    ``max_atoms`` None: one solver atom per coreset point, the coreset subsampled to
+    ``coreset["size"]`` (default at most :data:`DEFAULT_MAX_CORESET`), as before.
+    ``max_atoms`` an int: each coreset (subsampled only to an explicit ``size``, else
+    to at most :data:`DEFAULT_MAX_PLACED`) is merged by the cells of its public
+    partition into at most ``max_atoms`` weighted atoms
+    (:func:`~privot.barycenters.coresets.cell_atoms`) and the solver runs on those.
+    Either way everything after the noisy counts reads only the released counts, public
+    parameters and public randomness: post-processing.
     """
     public = gen if gen is not None else np.random.default_rng()
     t0 = time.perf_counter()
     cores = []
-    for i, n in enumerate(sizes):  # Alg. 2 lines 2-5: one eps-DP coreset per group
-        options = {"depth": coreset.get("depth"), "placement": coreset.get("placement"),
-                   "region": coreset.get("region"),
-                   "size": coreset.get("size") or min(n, DEFAULT_MAX_CORESET),
-                   "rng": gen}
-        cores.append(make(i, epsilon, options))
+    bar = _progress_bar(show, total=len(sizes), desc=label, unit="group")
+    try:
+        for i, n in enumerate(sizes):  # Alg. 2 lines 2-5: one eps-DP coreset per group
+            size = coreset.get("size") or (min(n, DEFAULT_MAX_CORESET) if max_atoms is None
+                                           else min(n, DEFAULT_MAX_PLACED))
+            options = {"depth": coreset.get("depth"), "placement": coreset.get("placement"),
+                       "region": coreset.get("region"), "size": size, "rng": gen}
+            cores.append(make(i, epsilon, options))
+            bar.update(1)
+    finally:
+        bar.close()
     t1 = time.perf_counter()
     pts = [c.points for c in cores]
     d = pts[0].shape[1] if len(pts[0]) else cores[0].bounds.dim
+    n_points = [len(x) for x in pts]
+    if max_atoms is None:
+        wts: list[np.ndarray] | None = None
+        levels = None
+    else:  # step 7: weighted atoms by public cells (post-processing)
+        reduced = [cell_atoms(x, bounds=c.bounds, depth=c.depth, max_atoms=max_atoms)
+                   for x, c in zip(pts, cores, strict=True)]
+        pts = [a for a, _, _ in reduced]
+        wts = [w.astype(np.float64) for _, w, _ in reduced]
+        levels = [lvl for _, _, lvl in reduced]
+    t_atoms = time.perf_counter()
     # A release path is total: a coreset left empty by the region (every noisy point
     # fell outside it) becomes the public centre of the bounds. Which groups are empty
     # is a function of the release, so it may be said (warning and diagnostics).
     empty = [i for i, x in enumerate(pts) if len(x) == 0]
     for i in empty:
         pts[i] = np.zeros((1, d))
+        if wts is not None:
+            wts[i] = np.ones(1)
     if empty:
         warnings.warn(f"the private coreset of group(s) {empty} is empty (every point fell "
                       "outside the region); the centre of the bounds stands in for it. "
@@ -253,25 +333,32 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
         # is the same measure, and lets the solver place m atoms (public rule)
         r = -(-m // total)
         pts = [np.repeat(x, r, axis=0) for x in pts]
+        if wts is not None:
+            wts = [np.repeat(w, r) for w in wts]
     low = pts if proj is None else [x @ proj.T for x in pts]
     # Alg. 2 line 6 (post-processing); total: a numerical failure falls back by a
     # public rule instead of raising after the budget is charged
-    fit = free_support_barycenter(low, m=m, p=p, group_weights=beta, rng=public,
-                                  on_failure="fallback", **solver)
+    fit = free_support_barycenter(low, m=m, p=p, measure_weights=wts, group_weights=beta,
+                                  rng=public, on_failure="fallback", progress=show,
+                                  **solver)
     if proj is None:
         support = fit.support
     else:
-        plans = solution_weights(fit.support, low, p=p, on_failure="fallback")  # Alg. 3
+        plans = solution_weights(fit.support, low, measure_weights=wts, p=p,
+                                 on_failure="fallback")  # Alg. 3
         support = support_points(pts, plans, p=p, group_weights=beta)  # Alg. 4, in R^d
     t2 = time.perf_counter()
-    diag = {"coreset_sizes": [len(x) for x in pts],
+    diag = {"coreset_sizes": n_points,
+            "solver_atoms": [len(x) for x in pts],
+            "atom_levels": levels,
             "coreset_depths": [c.depth for c in cores],
             "n_outside_region": [c.n_outside_region for c in cores],
             "empty_coresets": empty, "solver_fallback": fit.fallback,
             "solver_failure": fit.failure, "solver_non_optimal_plans": fit.non_optimal_plans,
             "solver_converged": bool(fit.converged), "solver_outer_iterations": fit.n_outer,
             "projection_dim": None if proj is None else int(proj.shape[0]),
-            "seconds_coreset": t1 - t0, "seconds_barycenter": t2 - t1}
+            "seconds_coreset": t1 - t0, "seconds_atoms": t_atoms - t1,
+            "seconds_barycenter": t2 - t_atoms}
     return support, diag, all(c.secure for c in cores)
 
 
@@ -291,8 +378,10 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                        placement: str = "scaled",
                        region: Region | None = None, coreset_size: int | None = None,
                        depth: int | None = None,
+                       max_atoms: int | None = DEFAULT_MAX_ATOMS,
                        rng: np.random.Generator | int | None = None,
-                       accountant: Spender | None = None) -> BarycenterResult:
+                       accountant: Spender | None = None,
+                       progress: bool | None = None) -> BarycenterResult:
     r"""A differentially private Wasserstein barycenter of ``k`` sensitive groups.
 
     Finds :math:`m` equally weighted points :math:`\nu` minimising
@@ -343,7 +432,8 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     reg, solver, n_outer, n_inner, polish :
         The non-private free-support barycenter (post-processing):
         :func:`privot.ot.free_support_barycenter` (``polish``: exact steps after
-        Sinkhorn, its default when None).
+        Sinkhorn; when None, :data:`DEFAULT_ATOMS_POLISH` with ``max_atoms`` and the
+        solver's default without).
     placement : {"scaled", "uniform", "centre"}
         Where coreset points go in their leaf cell (paper 000 App. F.2).
     region : Region, optional
@@ -351,13 +441,30 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         :func:`~privot.barycenters.regions.continental_us`).
     coreset_size : int, optional
         Subsample each coreset to this many points (post-processing). Default: the
-        group size, at most :data:`DEFAULT_MAX_CORESET`.
+        group size, at most :data:`DEFAULT_MAX_CORESET` when ``max_atoms`` is None and
+        at most :data:`DEFAULT_MAX_PLACED` otherwise.
     depth : int, optional
         Depth of the coreset partition (default about :math:`\log_2(\varepsilon n)`).
+    max_atoms : int or None
+        The solver sees each group's coreset as at most this many weighted atoms: its
+        points merged by the cells of its own public partition, at the deepest level
+        with at most ``max_atoms`` non-empty cells, each atom at the mean of its cell's
+        points with their number as weight
+        (:func:`~privot.barycenters.coresets.cell_atoms`). Default
+        :data:`DEFAULT_MAX_ATOMS`. None: one solver atom per coreset point, subsampled
+        to ``coreset_size`` (the behaviour before; much slower for large groups).
+        Post-processing either way: reads only the released counts, the public
+        partition and public parameters.
     rng : Generator or int, optional
         Seeded randomness for experiments (``secure=False``); default OS CSPRNG noise.
     accountant : Spender, optional
         Charged the sample budget once, before anything is released.
+    progress : bool, optional
+        Progress bars on stderr (``tqdm.auto``): one over the groups' coresets, one over
+        the solver's outer iterations. None (default): only when stderr is a terminal;
+        True / False force them on / off. Nothing is printed when off. The bars show
+        public quantities and iteration counts only (iterations to convergence depend on
+        the released coresets, like the support itself).
 
     Returns
     -------
@@ -425,6 +532,9 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         dp = dp if dp < d else None
     if coreset_size is not None:
         check_int(coreset_size, "coreset_size", minimum=1)
+    if max_atoms is not None:
+        check_int(max_atoms, "max_atoms", minimum=1)
+    show = show_progress(progress)
     if method == "perturbation":  # checked before anything is charged
         if anchor is not None:
             anchor = check_points(anchor, "anchor")
@@ -475,34 +585,43 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     solver_kw = {"method": solver, "reg": reg, "n_outer": n_outer, "n_inner": n_inner}
     if polish is not None:
         solver_kw["polish"] = polish
+    elif max_atoms is not None and solver == "sinkhorn":
+        solver_kw["polish"] = DEFAULT_ATOMS_POLISH
     coreset_kw = {"size": coreset_size, "depth": depth, "placement": placement,
                   "region": region}
     params: dict[str, Any] = {"m": mm, "k": k, "p": p, "d": d, "projection_dim": dp,
                               "solver": solver, "reg": reg, "n_outer": n_outer,
                               "n_inner": n_inner, "placement": placement,
+                              "max_atoms": max_atoms, "polish": solver_kw.get("polish"),
                               "group_sizes": sizes, "population_size": population_size,
                               "group_weights": beta.tolist()}
     t0 = time.perf_counter()
     if method == "coreset":
         support_u, diag, secure = _coreset_barycenter(
             make, sizes, m=mm, epsilon=sample.epsilon, p=p, projection_dim=dp, beta=beta,
-            solver=solver_kw, coreset=coreset_kw, gen=gen)
+            solver=solver_kw, coreset=coreset_kw, gen=gen, max_atoms=max_atoms, show=show)
     else:
         diag = {}
         secure = True
         if anchor is None:
             anchor_u, diag, secure = _coreset_barycenter(
                 make, sizes, m=mm, epsilon=eps_anchor, p=p, projection_dim=dp, beta=beta,
-                solver=solver_kw, coreset=coreset_kw, gen=gen)
+                solver=solver_kw, coreset=coreset_kw, gen=gen, max_atoms=max_atoms,
+                show=show, label="anchor coresets")
         else:
             anchor_u, _ = bounds.to_unit(anchor)
         proj = (None if dp is None else
                 gaussian_jl_matrix(d, dim=dp, rng=gen if gen is not None
                                    else np.random.default_rng()))
-        rel = output_perturbation(units, anchor_u, epsilon=sample.epsilon - eps_anchor,
-                                  delta=sample.delta, splits=kp, iterations=iterations,
-                                  group_weights=beta, calibration=calibration,
-                                  projection=proj, rng=gen)
+        bar = _progress_bar(show, total=1, desc="output perturbation", unit="release")
+        try:
+            rel = output_perturbation(units, anchor_u, epsilon=sample.epsilon - eps_anchor,
+                                      delta=sample.delta, splits=kp, iterations=iterations,
+                                      group_weights=beta, calibration=calibration,
+                                      projection=proj, rng=gen)
+            bar.update(1)
+        finally:
+            bar.close()
         support_u = rel.support
         secure = secure and rel.secure
         diag["perturbation"] = rel.curator_only  # exact, data-dependent: curator-only

@@ -17,8 +17,10 @@ and paper 001:
        uniform in the cell shrunk by (240 d)^(1/d) ("scaled", paper 000 App. F.2),
        or at the centre; optionally only inside a public region  (place_points)
     6: optionally subsample ``size`` of them
+    7: for a solver, optionally merge the points by cells of the same public partition
+       into at most ``max_atoms`` weighted atoms                   (cell_atoms)
 
-Steps 4-6 read only the output of step 3 and public parameters: post-processing.
+Steps 4-7 read only the output of step 3 and public parameters: post-processing.
 
 Privacy (unit: one point of one group; relation: replace one point, group sizes
 public -- paper 000, Definition 4) and the noise schedule are derived in
@@ -50,6 +52,7 @@ __all__ = [
     "PLACEMENTS",
     "SCHEDULES",
     "PrivateCoreset",
+    "cell_atoms",
     "consistent_counts",
     "coreset_from_leaf_counts",
     "default_depth",
@@ -559,6 +562,80 @@ def _inside(region: Region, bounds: PublicBounds, unit_points: np.ndarray) -> np
         raise InvalidDataError(f"region.contains returned shape {mask.shape}; expected "
                                f"({unit_points.shape[0]},)")
     return mask.astype(bool)
+
+
+# ---------------------------------------------------------------------------------------
+# Step 7: weighted atoms for a solver (post-processing, public partition)
+# ---------------------------------------------------------------------------------------
+
+
+def cell_atoms(points: np.ndarray, *, bounds: PublicBounds, depth: int, max_atoms: int
+               ) -> tuple[np.ndarray, np.ndarray, int]:
+    r"""Step 7: the coreset as at most ``max_atoms`` weighted atoms, by public cells.
+
+    The points are grouped by the cell of the coreset's own public partition
+    (:func:`leaf_index` on ``bounds.cell_box()``) that holds them, at the deepest level
+    :math:`L \le` ``depth`` with at most ``max_atoms`` non-empty cells (level ``depth``
+    when the points already occupy few enough leaves). Each non-empty cell becomes one
+    atom, at the mean of its points, weighted by their number. The empirical measure of
+    the points is thereby moved by at most the level-:math:`L` cell diameter per unit of
+    mass (in :math:`W_p`), and is unchanged where a cell's points coincide: with
+    ``"centre"`` placement at level ``depth`` the atoms are the distinct leaf centres
+    with their counts, exactly the same measure as the points.
+
+    Parameters
+    ----------
+    points : (N, d) array
+        Coreset points in unit coordinates (:attr:`PrivateCoreset.points`).
+    bounds : PublicBounds
+    depth : int
+        The coreset's depth (the partition the points were placed on).
+    max_atoms : int
+        At most this many atoms, ``>= 1`` (level 0, one atom, always qualifies).
+
+    Returns
+    -------
+    atoms : (A, d) array
+        ``A <= max_atoms`` atoms in unit coordinates (the order of their cells' ids).
+    counts : (A,) int64 array
+        Points per atom (summing to ``N``).
+    level : int
+        The level :math:`L` of the cells used.
+
+    Privacy
+    -------
+    Post-processing: reads only the coreset points (a function of the released noisy
+    counts and public randomness), the public partition and public ``max_atoms``; never
+    the raw data. ``docs/privacy/barycenters.md``.
+    """
+    depth = _check_depth(depth)
+    cap = check_int(max_atoms, "max_atoms", minimum=1)
+    x = np.asarray(points, dtype=np.float64)
+    d = bounds.dim
+    if x.ndim != 2 or x.shape[1] != d:
+        raise InvalidDataError(f"points must have shape (N, {d}), got {x.shape}")
+    if x.shape[0] == 0:
+        return np.empty((0, d)), np.empty(0, dtype=np.int64), depth
+    ids = leaf_index(x, cell_box=bounds.cell_box(), depth=depth)
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    level = depth
+    while level > 0:  # ancestors of sorted ids stay sorted: count the changes
+        anc = sorted_ids >> (depth - level)
+        if 1 + int(np.count_nonzero(anc[1:] != anc[:-1])) <= cap:
+            break
+        level -= 1
+    anc = sorted_ids >> (depth - level)
+    starts = np.flatnonzero(np.r_[True, anc[1:] != anc[:-1]])
+    counts = np.diff(np.r_[starts, anc.size]).astype(np.int64)
+    group = np.repeat(np.arange(starts.size), counts)
+    xs = x[order]
+    first = xs[starts]
+    # first point + mean offset: exact where a cell's points coincide (centre placement)
+    off = xs - first[group]
+    atoms = first + np.stack([np.bincount(group, weights=off[:, c], minlength=starts.size)
+                              for c in range(d)], axis=1) / counts[:, None]
+    return atoms, counts, level
 
 
 # ---------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ measures only, so it is as publishable as the support.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -142,6 +143,28 @@ class BarycenterFit:
     non_optimal_plans: int = 0
 
 
+class _Silent:
+    """A progress bar that shows nothing (``progress=False``)."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _bar(progress: bool, total: int, desc: str):  # noqa: ANN202 (tqdm or _Silent)
+    if not progress:
+        return _Silent()
+    from tqdm.auto import tqdm  # imported on use
+
+    return tqdm(total=total, desc=desc, unit="it", file=sys.stderr, leave=False,
+                dynamic_ncols=True)
+
+
 def _initial_support(pooled: np.ndarray, mass: np.ndarray, m: int,
                      rng: np.random.Generator) -> np.ndarray:
     """k-means++ seeding (D^2 sampling) on the pooled weighted points."""
@@ -169,7 +192,8 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
                             method: str = "sinkhorn", reg: float = 1e-3, n_outer: int = 50,
                             n_inner: int = 100, tol: float = 1e-5, polish: int | None = None,
                             rng: np.random.Generator | int | None = None,
-                            on_failure: str = "raise") -> BarycenterFit:
+                            on_failure: str = "raise", progress: bool = False
+                            ) -> BarycenterFit:
     """Free-support Wasserstein barycenter with m uniformly weighted atoms.
 
     Minimises :math:`F(\\nu) = \\sum_i \\beta_i W_p^p(\\mu_i, \\nu)` over
@@ -245,6 +269,9 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
         point is run from the same start for at most ``n_outer`` steps; if that fails
         too, the start is returned. :attr:`BarycenterFit.fallback` and ``failure`` say
         what happened. For release paths (post-processing after the budget is charged).
+    progress : bool, default False
+        A ``tqdm.auto`` bar on stderr over the outer iterations (polishing and fallback
+        steps included); nothing is printed when False.
 
     Returns
     -------
@@ -279,6 +306,8 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
         raise InvalidParameterError("p", p, f"2 for method={method!r} (POT's solvers)")
     if on_failure not in ON_FAILURE:
         raise InvalidParameterError("on_failure", on_failure, f"one of {ON_FAILURE}")
+    if not isinstance(progress, bool):
+        raise InvalidParameterError("progress", progress, "True or False")
     planner = Planner(on_failure)
     n_total = sum(x.shape[0] for x in clouds)
     clouds, weights = merge_duplicates(clouds, weights)
@@ -299,26 +328,34 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
 
     fallback = failure = None
     history: list[float] = []
+    bar = _bar(progress, outer + (n_polish if method == "sinkhorn" else 0),
+               f"barycenter ({method}, {sum(x.shape[0] for x in clouds)} atoms)")
     try:
-        support, n_done, converged = _run_method(
-            method, clouds, weights, beta, start, b, pp, eps, outer, inner, tolerance,
-            n_polish, history, planner)
-    except _FAILURES as exc:
-        if on_failure == "raise":
-            raise
-        failure = f"{method}: {type(exc).__name__}: {exc}"
-        history = []
-        try:  # the exact fixed point from the same start, public budget n_outer
-            support, n_done, converged = _run_exact(clouds, weights, beta, start, b, pp,
-                                                    outer, tolerance, history, planner)
-            _guard(support, clouds, "exact", eps)
-            fallback = "exact"
-        except _FAILURES as exc2:
-            failure += f"; exact: {type(exc2).__name__}: {exc2}"
+        try:
+            support, n_done, converged = _run_method(
+                method, clouds, weights, beta, start, b, pp, eps, outer, inner, tolerance,
+                n_polish, history, planner, bar)
+        except _FAILURES as exc:
+            if on_failure == "raise":
+                raise
+            failure = f"{method}: {type(exc).__name__}: {exc}"
             history = []
-            support, n_done, converged = start.copy(), 0, False
-            fallback = "initial"
-    cost = exact_cost(clouds, weights, beta, support, b, pp, planner)
+            bar.set_postfix_str("fallback: exact")
+            try:  # the exact fixed point from the same start, public budget n_outer
+                support, n_done, converged = _run_exact(clouds, weights, beta, start, b, pp,
+                                                        outer, tolerance, history, planner,
+                                                        bar)
+                _guard(support, clouds, "exact", eps)
+                fallback = "exact"
+            except _FAILURES as exc2:
+                failure += f"; exact: {type(exc2).__name__}: {exc2}"
+                history = []
+                support, n_done, converged = start.copy(), 0, False
+                fallback = "initial"
+        bar.set_postfix_str("exact cost")
+        cost = exact_cost(clouds, weights, beta, support, b, pp, planner)
+    finally:
+        bar.close()
     return BarycenterFit(support=support, weights=b, cost=cost, method=method,
                          n_outer=n_done, converged=converged,
                          history=np.asarray(history, dtype=np.float64),
@@ -327,21 +364,25 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
 
 
 def _run_method(method, clouds, weights, beta, start, b, pp, eps, outer, inner, tolerance,
-                n_polish, history, planner):
+                n_polish, history, planner, bar=None):
     """The requested method, its polishing steps and the guard (raises on failure)."""
     if method == "pot-exact" or method == "pot-sinkhorn":
         support = _run_pot(method, clouds, weights, beta, start, b, eps, outer, inner, tolerance)
         n_done, converged = outer, False
+        if bar is not None:
+            bar.update(outer)
     else:
         support, n_done, converged = start, 0, False
         if method == "sinkhorn":
             support, n_done, converged = _run_sinkhorn(
-                clouds, weights, beta, start, b, pp, eps, outer, inner, tolerance, history)
+                clouds, weights, beta, start, b, pp, eps, outer, inner, tolerance, history, bar)
             steps = n_polish
+            if bar is not None and n_polish:
+                bar.set_postfix_str("polish")
         else:
             steps = outer
         support, n_exact, conv_exact = _run_exact(clouds, weights, beta, support, b, pp, steps,
-                                                  tolerance, history, planner)
+                                                  tolerance, history, planner, bar)
         n_done += n_exact
         converged = conv_exact if method == "exact" else converged
     _guard(support, clouds, method, eps)
@@ -360,7 +401,7 @@ def _guard(support: np.ndarray, clouds: list[np.ndarray], method: str, eps: floa
             "(kernel underflow); increase reg or use method='sinkhorn' or 'exact'")
 
 
-def _run_exact(clouds, weights, beta, support, b, p, steps, tol, history, planner):
+def _run_exact(clouds, weights, beta, support, b, p, steps, tol, history, planner, bar=None):
     pooled = np.concatenate(clouds)
     converged = False
     n_done = 0
@@ -371,6 +412,8 @@ def _run_exact(clouds, weights, beta, support, b, p, steps, tol, history, planne
         new = support_update(pooled, w, p, support)
         disp = squared_displacement(support, new)
         support = new
+        if bar is not None:
+            bar.update(1)
         if disp <= tol:
             converged = True
             break
@@ -391,7 +434,8 @@ def _eps_schedule(cost_max: float, reg: float) -> list[float]:
     return [reg * ratio ** ((n_stages - s) / n_stages) for s in range(n_stages)]
 
 
-def _run_sinkhorn(clouds, weights, beta, start, b, p, eps, outer, inner, tol, history):
+def _run_sinkhorn(clouds, weights, beta, start, b, p, eps, outer, inner, tol, history,
+                  bar=None):
     pad = pad_groups(clouds, weights)
     k, m = len(clouds), start.shape[0]
     x_flat = pad.x
@@ -425,6 +469,8 @@ def _run_sinkhorn(clouds, weights, beta, start, b, p, eps, outer, inner, tol, hi
                 f"{n_done} (reg={eps!r}); increase reg")
         disp = squared_displacement(support, new)
         support = new
+        if bar is not None:
+            bar.update(1)
         if disp <= tol:
             converged = True
             break
