@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from privot.demo import run_demo
 
-    result = run_demo(args.output, rng=rng_from_args(args), quick=args.quick)
+    result = run_demo(args.output, rng=rng_from_args(args), quick=args.quick,
+                      progress=True)
     print(f"privot demo: {len(result.sections)} sections in {result.seconds:.1f} s; "
           f"report written to {result.report}")
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import platform
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,7 +49,8 @@ class DemoResult:
 
 
 def run_demo(output: str | Path = "privot-demo", *, rng: np.random.Generator | None = None,
-             quick: bool = False, sections: Sequence[str] | None = None) -> DemoResult:
+             quick: bool = False, sections: Sequence[str] | None = None,
+             progress: bool = False) -> DemoResult:
     """Run the demo sections and write ``report.md``, ``results.json``, PNGs and one
     budget ledger ``budget-<key>.sqlite`` per data set released from.
 
@@ -62,6 +64,9 @@ def run_demo(output: str | Path = "privot-demo", *, rng: np.random.Generator | N
         Smaller audits and grids (used by the test suite).
     sections : sequence of str, optional
         Module names to run instead of :data:`SECTIONS`.
+    progress : bool, default False
+        One line on stderr as each section starts and ends (``privot demo`` turns it on:
+        plain lines, so they show when the output is redirected to a file too).
     """
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
@@ -69,8 +74,16 @@ def run_demo(output: str | Path = "privot-demo", *, rng: np.random.Generator | N
     ctx = DemoContext(output=out, rng=rng, quick=quick)
     start = time.perf_counter()
     done = []
-    for name in sections if sections is not None else SECTIONS:
+    names = list(sections if sections is not None else SECTIONS)
+    for i, name in enumerate(names, 1):
+        t0 = time.perf_counter()
+        if progress:
+            print(f"privot demo: [{i}/{len(names)}] {name.rsplit('.', 1)[-1]} ...",
+                  file=sys.stderr, flush=True)
         done.append(importlib.import_module(name).run(ctx))
+        if progress:
+            print(f"privot demo: [{i}/{len(names)}] {done[-1].title}: "
+                  f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     seconds = time.perf_counter() - start
     header = {"privot": __version__, "python": platform.python_version(),
               "noise": "seeded generator (not for publication)" if ctx.seeded
