@@ -46,8 +46,13 @@ def test_the_readme_has_examples_to_check():
 def test_python_block_runs(index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    from privot.datasets import DataNotFoundError
+
     code = compile(PYTHON_BLOCKS[index], f"README.md python block {index}", "exec")
-    exec(code, {"__name__": "__readme__"})  # noqa: S102 - the README's own code
+    try:
+        exec(code, {"__name__": "__readme__"})  # noqa: S102 - the README's own code
+    except DataNotFoundError as exc:  # the shared data (Gowalla) is not on every machine
+        pytest.skip(f"README block {index} needs the shared data: {exc}")
 
 
 @pytest.mark.parametrize("line", COMMANDS)
