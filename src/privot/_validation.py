@@ -13,7 +13,7 @@ from numbers import Real
 
 import numpy as np
 
-from privot.errors import InvalidDataError, InvalidParameterError
+from privot.errors import InvalidDataError, InvalidParameterError, plain_repr
 
 __all__ = [
     "check_group_sequence",
@@ -142,10 +142,10 @@ def check_weights(weights: object | None, n: int, name: str = "weights", *,
         raise InvalidDataError(f"{name} has length {w.shape[0]} but there are {n} points")
     if np.any(w < 0):
         i = int(np.flatnonzero(w < 0)[0])
-        raise InvalidDataError(f"{name} must be non-negative; {name}[{i}]={w[i]!r}")
+        raise InvalidDataError(f"{name} must be non-negative; {name}[{i}]={plain_repr(w[i])}")
     total = float(w.sum())
     if total <= 0:
-        raise InvalidDataError(f"{name} sum to {total!r}; the total must be > 0")
+        raise InvalidDataError(f"{name} sum to {plain_repr(total)}; the total must be > 0")
     return w / total if normalise else w
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privot._validation import check_finite_array, check_points, check_positive
-from privot.errors import InvalidDataError, InvalidParameterError
+from privot.errors import InvalidDataError, InvalidParameterError, plain_repr
 
 __all__ = ["PublicBounds"]
 
@@ -90,7 +90,7 @@ class PublicBounds:
         if np.any(lo >= hi):
             i = int(np.flatnonzero(lo >= hi)[0])
             raise InvalidParameterError(
-                "lower", lo.tolist() if lo.size <= 8 else f"lower[{i}]={lo[i]!r}",
+                "lower", lo.tolist() if lo.size <= 8 else f"lower[{i}]={plain_repr(lo[i])}",
                 f"lower < upper in every coordinate (coordinate {i}: "
                 f"{lo[i]!r} >= {hi[i]!r})")
         centre = (lo + hi) / 2.0
