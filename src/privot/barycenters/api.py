@@ -27,7 +27,6 @@ and public randomness: post-processing. Derivations: ``docs/privacy/barycenters.
 from __future__ import annotations
 
 import math
-import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -35,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from privot._progress import progress_bar, show_progress
 from privot._usable import (
     AXES_HINT,
     check_usable,
@@ -230,37 +230,6 @@ def _coresets_of_counts(counts: Any, keys: list[Any]) -> CoresetMaker:
     return make
 
 
-def show_progress(progress: bool | None) -> bool:
-    """``progress`` resolved: None shows bars only when stderr is a terminal."""
-    if progress is None:
-        stream = sys.stderr
-        return bool(stream is not None and hasattr(stream, "isatty") and stream.isatty())
-    if not isinstance(progress, bool):
-        raise InvalidParameterError("progress", progress, "None, True or False")
-    return progress
-
-
-def _progress_bar(show: bool, **kw: Any) -> Any:
-    """A ``tqdm.auto`` bar on stderr, or a silent stand-in when ``show`` is False."""
-    if not show:
-        return _NoBar()
-    from tqdm.auto import tqdm  # imported on use: keeps ``import privot`` light
-
-    return tqdm(file=sys.stderr, leave=False, dynamic_ncols=True, **kw)
-
-
-class _NoBar:
-    """What a disabled bar does: nothing."""
-
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
 
 def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon: float,
                         p: float, projection_dim: int | None, beta: np.ndarray,
@@ -286,7 +255,7 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
     public = gen if gen is not None else np.random.default_rng()
     t0 = time.perf_counter()
     cores = []
-    bar = _progress_bar(show, total=len(sizes), desc=label, unit="group")
+    bar = progress_bar(show, total=len(sizes), desc=label, unit="group")
     try:
         for i, n in enumerate(sizes):  # Alg. 2 lines 2-5: one eps-DP coreset per group
             size = coreset.get("size") or (min(n, DEFAULT_MAX_CORESET) if max_atoms is None
@@ -613,7 +582,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         proj = (None if dp is None else
                 gaussian_jl_matrix(d, dim=dp, rng=gen if gen is not None
                                    else np.random.default_rng()))
-        bar = _progress_bar(show, total=1, desc="output perturbation", unit="release")
+        bar = progress_bar(show, total=1, desc="output perturbation", unit="release")
         try:
             rel = output_perturbation(units, anchor_u, epsilon=sample.epsilon - eps_anchor,
                                       delta=sample.delta, splits=kp, iterations=iterations,

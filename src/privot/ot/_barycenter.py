@@ -40,7 +40,6 @@ measures only, so it is as publishable as the support.
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import ot
 
+from privot._progress import progress_bar
 from privot._validation import check_int, check_positive
 from privot.errors import ConvergenceError, InvalidDataError, InvalidParameterError
 from privot.ot._barycenter_sinkhorn import batched_cost, pad_groups, solve_entropic
@@ -141,28 +141,6 @@ class BarycenterFit:
     fallback: str | None = None
     failure: str | None = None
     non_optimal_plans: int = 0
-
-
-class _Silent:
-    """A progress bar that shows nothing (``progress=False``)."""
-
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _bar(progress: bool, total: int, desc: str):  # noqa: ANN202 (tqdm or _Silent)
-    if not progress:
-        return _Silent()
-    from tqdm.auto import tqdm  # imported on use
-
-    return tqdm(total=total, desc=desc, unit="it", file=sys.stderr, leave=False,
-                dynamic_ncols=True)
 
 
 def _initial_support(pooled: np.ndarray, mass: np.ndarray, m: int,
@@ -328,8 +306,9 @@ def free_support_barycenter(measures: Sequence[np.ndarray], *, m: int | None = N
 
     fallback = failure = None
     history: list[float] = []
-    bar = _bar(progress, outer + (n_polish if method == "sinkhorn" else 0),
-               f"barycenter ({method}, {sum(x.shape[0] for x in clouds)} atoms)")
+    bar = progress_bar(progress, total=outer + (n_polish if method == "sinkhorn" else 0),
+                       desc=f"barycenter ({method}, {sum(x.shape[0] for x in clouds)} atoms)",
+                       unit="it")
     try:
         try:
             support, n_done, converged = _run_method(

@@ -630,6 +630,30 @@ def _fixed_size_event_sizes(q: float) -> tuple[int, int]:
     return frac.denominator, frac.numerator
 
 
+def subsampled_gaussian_dp_event(sigma: float, q: float, sampling: str):
+    """dp-accounting's event of one subsampled Gaussian step: ``PoissonSampledDpEvent``
+    (``"poisson"``) or ``SampledWithoutReplacementDpEvent`` (``"fixed-size"``)."""
+    import dp_accounting
+
+    gauss = dp_accounting.GaussianDpEvent(sigma)
+    if sampling == "poisson":
+        return dp_accounting.PoissonSampledDpEvent(q, gauss)
+    n, m = _fixed_size_event_sizes(q)
+    return dp_accounting.SampledWithoutReplacementDpEvent(n, m, gauss)
+
+
+def subsampled_gaussian_step_pld(sigma: float, q: float, sampling: str, vdi: float):
+    """The PLD of one subsampled Gaussian step (dp-accounting's for Poisson sampling,
+    :func:`_fixed_size_pld` for fixed-size); compose it ``T`` times for a run."""
+    if sampling == "fixed-size":
+        return _fixed_size_pld(sigma, q, vdi)
+    from dp_accounting.pld import privacy_loss_distribution as pld_mod
+
+    return pld_mod.from_gaussian_mechanism(
+        standard_deviation=sigma, sensitivity=1.0, sampling_prob=q,
+        value_discretization_interval=vdi, neighboring_relation=_relation(sampling))
+
+
 def pld_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, delta: float,
                 sampling: str = "poisson",
                 value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION) -> float:
@@ -698,14 +722,7 @@ def pld_epsilon_curve(*, noise_multiplier: float, sampling_rate: float,
     sigma, q, _, sampling = _check_common(noise_multiplier, sampling_rate, max(ts), sampling)
     delta = check_delta(delta, allow_zero=False)
     vdi = check_positive(value_discretization_interval, "value_discretization_interval")
-    if sampling == "poisson":
-        from dp_accounting.pld import privacy_loss_distribution as pld_mod
-
-        base = pld_mod.from_gaussian_mechanism(
-            standard_deviation=sigma, sensitivity=1.0, sampling_prob=q,
-            value_discretization_interval=vdi, neighboring_relation=_relation(sampling))
-    else:
-        base = _fixed_size_pld(sigma, q, vdi)
+    base = subsampled_gaussian_step_pld(sigma, q, sampling, vdi)
     return np.array([float(base.self_compose(t).get_epsilon_for_delta(delta)) for t in ts])
 
 
@@ -723,12 +740,7 @@ def rdp_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, de
     import dp_accounting
     from dp_accounting.rdp import rdp_privacy_accountant
 
-    gauss = dp_accounting.GaussianDpEvent(sigma)
-    if sampling == "poisson":
-        event = dp_accounting.PoissonSampledDpEvent(q, gauss)
-    else:
-        n, m = _fixed_size_event_sizes(q)
-        event = dp_accounting.SampledWithoutReplacementDpEvent(n, m, gauss)
+    event = subsampled_gaussian_dp_event(sigma, q, sampling)
     acct = rdp_privacy_accountant.RdpAccountant(neighboring_relation=_relation(sampling))
     with _quiet_absl():
         acct.compose(dp_accounting.SelfComposedDpEvent(event, t))

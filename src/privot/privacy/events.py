@@ -138,6 +138,12 @@ class PrivacyEvent:
         return f"{self.kind}({inner})"
 
 
+def _check_fields(event: PrivacyEvent, **checks: Any) -> None:
+    """Validate (and normalise to float) fields of a frozen event: ``name=checker``."""
+    for name, check in checks.items():
+        object.__setattr__(event, name, check(getattr(event, name), name))
+
+
 def _fmt(v: Any) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
@@ -160,7 +166,7 @@ class PureEvent(PrivacyEvent):
     kind = "pure"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
+        _check_fields(self, epsilon=check_epsilon)
 
     def basic(self) -> tuple[float, float]:
         return self.epsilon, 0.0
@@ -204,10 +210,8 @@ class GaussianEvent(PrivacyEvent):
     kind = "gaussian"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "noise_multiplier",
-                           check_positive(self.noise_multiplier, "noise_multiplier"))
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
-        object.__setattr__(self, "delta", check_delta(self.delta, "delta"))
+        _check_fields(self, noise_multiplier=check_positive, epsilon=check_epsilon,
+                      delta=check_delta)
 
     def basic(self) -> tuple[float, float]:
         return self.epsilon, self.delta
@@ -271,17 +275,14 @@ class SubsampledGaussianEvent(PrivacyEvent):
     kind = "subsampled-gaussian"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "noise_multiplier",
-                           check_positive(self.noise_multiplier, "noise_multiplier"))
-        q = check_positive(self.sampling_rate, "sampling_rate")
-        if q > 1:
-            raise InvalidParameterError("sampling_rate", q, "a rate in (0, 1]")
-        object.__setattr__(self, "sampling_rate", q)
+        _check_fields(self, noise_multiplier=check_positive, sampling_rate=check_positive,
+                      epsilon=check_epsilon, delta=check_delta)
+        if self.sampling_rate > 1:
+            raise InvalidParameterError("sampling_rate", self.sampling_rate,
+                                        "a rate in (0, 1]")
         object.__setattr__(self, "steps", check_int(self.steps, "steps", minimum=1))
         if self.sampling not in SAMPLINGS:
             raise InvalidParameterError("sampling", self.sampling, f"one of {SAMPLINGS}")
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
-        object.__setattr__(self, "delta", check_delta(self.delta, "delta"))
 
     def basic(self) -> tuple[float, float]:
         return self.epsilon, self.delta
@@ -292,18 +293,11 @@ class SubsampledGaussianEvent(PrivacyEvent):
                                           self.steps, self.sampling, a))
 
     def pld(self, discretization: float = PLD_DISCRETIZATION):
-        from privot.privacy.accounting import _fixed_size_pld, _relation
+        from privot.privacy.accounting import subsampled_gaussian_step_pld
 
-        if self.sampling == "fixed-size":
-            one = _fixed_size_pld(self.noise_multiplier, self.sampling_rate, discretization)
-        else:
-            from dp_accounting.pld import privacy_loss_distribution as pld_mod
-
-            one = pld_mod.from_gaussian_mechanism(
-                self.noise_multiplier, sensitivity=1.0, sampling_prob=self.sampling_rate,
-                value_discretization_interval=discretization,
-                neighboring_relation=_relation("poisson"))
-        return one.self_compose(self.steps)
+        return subsampled_gaussian_step_pld(self.noise_multiplier, self.sampling_rate,
+                                            self.sampling, discretization
+                                            ).self_compose(self.steps)
 
     def grouped(self, k: int) -> PrivacyEvent:
         if k == 1:
@@ -320,14 +314,9 @@ def _subsampled_rdp(sigma: float, q: float, steps: int, sampling: str,
     import dp_accounting
     from dp_accounting.rdp import rdp_privacy_accountant
 
-    from privot.privacy.accounting import _fixed_size_event_sizes, _quiet_absl, _relation
+    from privot.privacy.accounting import _quiet_absl, _relation, subsampled_gaussian_dp_event
 
-    gauss = dp_accounting.GaussianDpEvent(sigma)
-    if sampling == "poisson":
-        event = dp_accounting.PoissonSampledDpEvent(q, gauss)
-    else:
-        n, m = _fixed_size_event_sizes(q)
-        event = dp_accounting.SampledWithoutReplacementDpEvent(n, m, gauss)
+    event = subsampled_gaussian_dp_event(sigma, q, sampling)
     acct = rdp_privacy_accountant.RdpAccountant(list(orders), _relation(sampling))
     with _quiet_absl():
         acct.compose(dp_accounting.SelfComposedDpEvent(event, steps))
@@ -353,8 +342,7 @@ class ApproxEvent(PrivacyEvent):
     kind = "approx"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
-        object.__setattr__(self, "delta", check_delta(self.delta, "delta"))
+        _check_fields(self, epsilon=check_epsilon, delta=check_delta)
 
     def basic(self) -> tuple[float, float]:
         return self.epsilon, self.delta

@@ -336,6 +336,22 @@ class Ledger:
         con.execute("PRAGMA synchronous=FULL")
         return con
 
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``: SQLite's write lock, taken before
+        anything is read), committed when the block ends and rolled back on an exception."""
+        con = self._connect(self._path)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        finally:
+            con.close()
+
     # -- identity -----------------------------------------------------------------------
 
     @property
@@ -539,29 +555,20 @@ class Ledger:
                unit, rel, k, eps, dlt, ev.approx_delta(), json.dumps(rec),
                json.dumps(ev.to_dict()), json.dumps(_jsonable_params(params or {})),
                None if output is None else str(output), os.getpid(), socket.gethostname())
-        con = self._connect(self._path)
-        try:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                why = self._over(self._state(con), ev, rec)
-                if why is not None:
-                    raise BudgetExceededError(
-                        f"ledger {str(self._path)!r} ({self.name}, total eps={self.total[0]:g}, "
-                        f"delta={self.total[1]:g}) refuses {capability} {mechanism!r} asking "
-                        f"{ev.describe()}: {why}; nothing was recorded")
-                cur = con.execute(
-                    "INSERT INTO releases (created, finished, status, capability, mechanism, "
-                    "unit, relation, conversion, epsilon, delta, approx_delta, rdp, event, "
-                    "params, output, pid, host) VALUES "
-                    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-                rid = int(cur.lastrowid)
-                self._add_to_totals(con, +1, eps, dlt, ev.approx_delta(), rec)
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-        finally:
-            con.close()
+        with self._write() as con:
+            why = self._over(self._state(con), ev, rec)
+            if why is not None:
+                raise BudgetExceededError(
+                    f"ledger {str(self._path)!r} ({self.name}, total eps={self.total[0]:g}, "
+                    f"delta={self.total[1]:g}) refuses {capability} {mechanism!r} asking "
+                    f"{ev.describe()}: {why}; nothing was recorded")
+            cur = con.execute(
+                "INSERT INTO releases (created, finished, status, capability, mechanism, "
+                "unit, relation, conversion, epsilon, delta, approx_delta, rdp, event, "
+                "params, output, pid, host) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            rid = int(cur.lastrowid)
+            self._add_to_totals(con, +1, eps, dlt, ev.approx_delta(), rec)
         return self.get(rid)
 
     def finish(self, release_id: int, *, status: str, event: PrivacyEvent | None = None,
@@ -575,42 +582,33 @@ class Ledger:
         """
         if status not in ("released", "failed"):
             raise InvalidParameterError("status", status, "'released' or 'failed'")
-        con = self._connect(self._path)
-        try:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                # read and rewrite under the write lock: a row closed meanwhile by
-                # another process is never rewritten
-                found = con.execute("SELECT status, conversion, epsilon, delta, approx_delta, "
-                                    "rdp, event FROM releases WHERE id = ?",
-                                    (int(release_id),)).fetchone()
-                if found is None or found[0] != "pending":
-                    raise InvalidParameterError("release_id", release_id,
-                                                "the id of a pending release")
-                _, conversion, old_eps, old_dlt, old_apx, old_rdp, old_event = found
-                sets: dict[str, Any] = {"status": status, "finished": time.time()}
-                if output is not None:
-                    sets["output"] = str(output)
-                old_rec = json.loads(old_rdp)
-                if event is not None and status == "released":
-                    ev = event.grouped(conversion)
-                    rec = self._rdp_record(ev)
-                    e, d = ev.basic()
-                    if _no_larger(e, d, ev.approx_delta(), rec, old_eps, old_dlt, old_apx,
-                                  old_rec):
-                        sets.update(event=json.dumps(ev.to_dict()), rdp=json.dumps(rec),
-                                    epsilon=e, delta=d, approx_delta=ev.approx_delta())
-                        self._add_to_totals(con, -1, old_eps, old_dlt, old_apx, old_rec)
-                        self._add_to_totals(con, +1, e, d, ev.approx_delta(), rec)
-                con.execute(f"UPDATE releases SET {', '.join(f'{k} = ?' for k in sets)} "
-                            "WHERE id = ? AND status = 'pending'",
-                            (*sets.values(), int(release_id)))
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-        finally:
-            con.close()
+        with self._write() as con:
+            # read and rewrite under the write lock: a row closed meanwhile by
+            # another process is never rewritten
+            found = con.execute("SELECT status, conversion, epsilon, delta, approx_delta, "
+                                "rdp, event FROM releases WHERE id = ?",
+                                (int(release_id),)).fetchone()
+            if found is None or found[0] != "pending":
+                raise InvalidParameterError("release_id", release_id,
+                                            "the id of a pending release")
+            _, conversion, old_eps, old_dlt, old_apx, old_rdp, old_event = found
+            sets: dict[str, Any] = {"status": status, "finished": time.time()}
+            if output is not None:
+                sets["output"] = str(output)
+            old_rec = json.loads(old_rdp)
+            if event is not None and status == "released":
+                ev = event.grouped(conversion)
+                rec = self._rdp_record(ev)
+                e, d = ev.basic()
+                if _no_larger(e, d, ev.approx_delta(), rec, old_eps, old_dlt, old_apx,
+                              old_rec):
+                    sets.update(event=json.dumps(ev.to_dict()), rdp=json.dumps(rec),
+                                epsilon=e, delta=d, approx_delta=ev.approx_delta())
+                    self._add_to_totals(con, -1, old_eps, old_dlt, old_apx, old_rec)
+                    self._add_to_totals(con, +1, e, d, ev.approx_delta(), rec)
+            con.execute(f"UPDATE releases SET {', '.join(f'{k} = ?' for k in sets)} "
+                        "WHERE id = ? AND status = 'pending'",
+                        (*sets.values(), int(release_id)))
         return self.get(release_id)
 
     @contextlib.contextmanager
