@@ -1,5 +1,18 @@
 """Figures of barycenters in 2-D, like paper 000 Fig. 3 (groups, non-private and private
-barycenters on one map). Needs the ``plot`` extra (matplotlib)."""
+barycenters on one map). Needs the ``plot`` extra (matplotlib).
+
+:meth:`BarycenterResult.plot <privot.barycenters.result.BarycenterResult.plot>` draws
+``barycenter.png`` (and, with the raw groups, the curator-only ``curator-data.png``)
+with :func:`plot_barycenters`; ``privot barycenter`` writes those pictures through
+:meth:`BarycenterResult.save <privot.barycenters.result.BarycenterResult.save>`.
+Figures are built with the object-oriented API (``matplotlib.figure.Figure``, no
+pyplot): no global figure state, nothing to close.
+
+Privacy
+-------
+Post-processing of a released support and public geometry; a figure given raw
+``groups`` is curator-only.
+"""
 
 from __future__ import annotations
 
@@ -48,17 +61,23 @@ def plot_barycenters(groups: Sequence[np.ndarray], supports: Mapping[str, np.nda
     Returns
     -------
     matplotlib.figure.Figure
+        A new ``Figure`` (no pyplot) or ``ax.figure``.
     """
-    plt = require("matplotlib.pyplot", "plot")
+    mpl = require("matplotlib", "plot")
     gs = [np.asarray(g) for g in groups]
     if any(g.ndim != 2 or g.shape[1] != 2 for g in gs):
         raise InvalidDataError("plot_barycenters draws 2-D points only: groups must be (n, 2)")
+    if any(np.asarray(s).ndim != 2 or np.asarray(s).shape[1] != 2 for s in supports.values()):
+        raise InvalidDataError("plot_barycenters draws 2-D points only: supports must be "
+                               "(m, 2)")
     if ax is None:
-        fig, ax = plt.subplots(figsize=(8, 5))
+        mfigure = require("matplotlib.figure", "plot")
+        fig = mfigure.Figure(figsize=(8, 5))
+        ax = fig.add_subplot()
     else:
         fig = ax.figure
     gen = np.random.default_rng(rng)
-    cmap = plt.get_cmap("tab10")
+    cmap = mpl.colormaps["tab10"]
     for i, g in enumerate(gs):
         show = g if len(g) <= max_points else g[gen.choice(len(g), max_points, replace=False)]
         name = group_names[i] if group_names is not None else f"group {i}"

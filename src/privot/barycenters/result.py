@@ -1,18 +1,43 @@
-"""What :func:`~privot.barycenters.private_barycenter` returns."""
+"""What :func:`~privot.barycenters.private_barycenter` returns, and its files.
+
+:meth:`BarycenterResult.save` writes what ``privot barycenter`` writes (the CLI calls
+it: one code path):
+
+publishable (the public parameters and the noisy release only; :data:`PUBLISHABLE_FILES`)
+    ``support.csv`` (the coordinate columns and ``weight``), ``barycenter.png`` (2-D
+    only: the support over the public bounds and region), ``release.json``.
+curator-only (exact statistics of the raw data; :data:`CURATOR_FILES`)
+    ``curator-report.json`` (rows, clipped and unusable rows per group, timings,
+    diagnostics, data warnings) and, when the raw groups are given,
+    ``curator-data.png`` (the support over the raw rows). Their names start with
+    ``curator-``; with ``curator=False`` none is written.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from privot.barycenters.evaluation import evaluate_barycenter
 from privot.barycenters.geometry import PublicBounds
+from privot.errors import InvalidDataError, InvalidParameterError
 from privot.privacy.types import Neighbouring, PrivacyCost
 
-__all__ = ["PUBLIC_INPUTS", "BarycenterResult"]
+__all__ = ["CURATOR_FILES", "PUBLIC_INPUTS", "PUBLISHABLE_FILES", "BarycenterResult",
+           "default_columns", "default_group_names"]
+
+#: Every publishable file :meth:`BarycenterResult.save` may write (``barycenter.png``
+#: for 2-D data only).
+PUBLISHABLE_FILES = ("support.csv", "barycenter.png", "release.json")
+#: The curator-only files (``curator-data.png`` only when the raw groups are given).
+CURATOR_FILES = ("curator-report.json", "curator-data.png")
+_CURATOR_NOTICE = ("exact statistics of the raw data: NOT differentially private, for the "
+                   "data curator only; never publish this file")
 
 #: What the replace-one guarantee takes as public, said in every release.
 PUBLIC_INPUTS = ("the group labels, the number of groups and each group's size (rows, "
@@ -20,7 +45,32 @@ PUBLIC_INPUTS = ("the group labels, the number of groups and each group's size (
                  "keeps them fixed, so the guarantee covers the rows' coordinates only")
 
 
-@dataclass(frozen=True, eq=False)
+def default_columns(d: int) -> list[str]:
+    """Names of ``d`` coordinate columns when the caller gives none: ``x, y`` (``z``)
+    up to three, else ``x1 .. xd``."""
+    return list("xyz"[:d]) if d <= 3 else [f"x{i + 1}" for i in range(d)]
+
+
+def default_group_names(k: int) -> list[str]:
+    """Names of ``k`` groups when the caller gives none: ``all`` for one group (as
+    ``privot barycenter`` without ``--group-column``), else ``group 0 .. group k-1``."""
+    return ["all"] if k == 1 else [f"group {i}" for i in range(k)]
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    from privot._jsonable import jsonable
+
+    path.write_text(json.dumps(payload, indent=2, default=jsonable) + "\n")
+
+
+def _json_ready(payload: Any) -> Any:
+    """``payload`` with numpy scalars and arrays turned into Python values."""
+    from privot._jsonable import jsonable
+
+    return json.loads(json.dumps(payload, default=jsonable))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class BarycenterResult:
     """A private barycenter and everything needed to judge it.
 
@@ -60,6 +110,8 @@ class BarycenterResult:
     :meth:`release_dict` is the publishable part (a function of the public parameters
     and the noisy release only); :meth:`curator_report` holds the exact counts and
     timings, which must not be published (DESIGN.md, "Publishable output").
+    :meth:`save` writes the files of ``privot barycenter``, :meth:`plot` draws
+    ``barycenter.png``.
     """
 
     support: np.ndarray
@@ -118,7 +170,209 @@ class BarycenterResult:
                 "rows_unusable_per_group": list(self.n_unusable),
                 "diagnostics": self.diagnostics}
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def d(self) -> int:
+        """Dimension of the support points."""
+        return int(self.support.shape[1])
+
+    @property
+    def k(self) -> int:
+        """Number of groups (public)."""
+        sizes = self.params.get("group_sizes")
+        return int(self.params.get("k", len(sizes) if sizes is not None else 1))
+
+    def to_dict(self, *, curator: bool = True) -> dict[str, Any]:
         """``{"release": release_dict(), "curator_only": curator_report()}``: the two
-        audiences apart, for a caller who stores both (publish only ``release``)."""
-        return {"release": self.release_dict(), "curator_only": self.curator_report()}
+        audiences apart, for a caller who stores both (publish only ``release``);
+        ``curator=False`` leaves ``"curator_only"`` out. JSON-ready (plain Python
+        values)."""
+        body: dict[str, Any] = {"release": self.release_dict()}
+        if curator:
+            body["curator_only"] = self.curator_report()
+        return _json_ready(body)
+
+    def __repr__(self) -> str:
+        c = self.cost
+        return (f"BarycenterResult({self.method}, m={self.m}, d={self.d}, k={self.k} "
+                f"group{'s' if self.k != 1 else ''}, epsilon={c.epsilon:g}, "
+                f"delta={c.delta:g}, {self.bounds.kind} bounds"
+                + ("" if self.secure else ", SEEDED") + ")")
+
+    # -- figures and files ----------------------------------------------------------------
+
+    def _columns(self, columns: Sequence[str] | None) -> list[str]:
+        if columns is None:
+            return default_columns(self.d)
+        names = [str(c) for c in columns]
+        if len(names) != self.d:
+            raise InvalidParameterError("columns", names,
+                                        f"{self.d} names, one per coordinate of the support")
+        return names
+
+    def _group_names(self, group_names: Sequence[str] | None) -> list[str]:
+        if group_names is None:
+            return default_group_names(self.k)
+        names = [str(g) for g in group_names]
+        if len(names) != self.k:
+            raise InvalidParameterError("group_names", names,
+                                        f"{self.k} names, one per group")
+        return names
+
+    def plot(self, ax: Any = None, *, columns: Sequence[str] | None = None,
+             region: Any = None, data: Sequence[np.ndarray] | None = None,
+             group_names: Sequence[str] | None = None, title: str | None = None,
+             **kwargs: Any) -> Any:
+        """Draw the private support over the public bounds (and ``region``'s outline):
+        the picture ``barycenter.png`` (2-D supports only).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Draw there; None: a new ``Figure`` (no pyplot state).
+        columns : sequence of 2 str, optional
+            Axis labels (the coordinate columns); default ``x, y``.
+        region : Region, optional
+            The public region given to :func:`~privot.barycenters.private_barycenter`
+            (its outline is drawn when it has ``vertices``).
+        data : sequence of (n_i, 2) arrays, optional
+            The raw groups, drawn under the support: **a curator-only figure**
+            (``curator-data.png``; its title says so). Never publish it.
+        group_names : sequence of str, optional
+            Legend labels of ``data``'s groups.
+        title : str, optional
+            Default: method, ``m`` and epsilon.
+        **kwargs
+            Passed to :func:`~privot.barycenters.plot.plot_barycenters`.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        from privot.barycenters.plot import plot_barycenters
+
+        if self.d != 2:
+            raise InvalidDataError(f"plot draws 2-D supports only; this one has d = {self.d}")
+        cols = self._columns(columns)
+        outline = None if region is None else getattr(region, "vertices", None)
+        groups = [] if data is None else [np.asarray(g, dtype=float) for g in data]
+        names = None
+        if data is not None:
+            names = (self._group_names(group_names) if len(groups) == self.k
+                     else (None if group_names is None else list(group_names)))
+        if title is None:
+            title = (("CURATOR ONLY (raw rows shown): " if data is not None else "")
+                     + f"private barycenter, m = {self.m}, epsilon = {self.cost.epsilon:g}")
+        return plot_barycenters(groups, {f"private ({self.method})": self.support},
+                                group_names=names, outline=outline, xlabel=cols[0],
+                                ylabel=cols[1], bounds=self.bounds, title=title, ax=ax,
+                                **kwargs)
+
+    def release_files_dict(self, *, columns: Sequence[str] | None = None,
+                           group_names: Sequence[str] | None = None) -> dict[str, Any]:
+        """The body of ``release.json``: :meth:`release_dict` without the support and
+        weights (they are ``support.csv``), with the coordinate ``columns``, the group
+        labels and their sizes (public by the relation). Publishable."""
+        names = self._group_names(group_names)
+        body = self.release_dict()
+        body.pop("support")
+        body.pop("weights")
+        body.update({"columns": self._columns(columns), "groups": names,
+                     "group_sizes": self._by_group(names, self.params.get("group_sizes"))})
+        return body
+
+    @staticmethod
+    def _by_group(names: list[str], values: Sequence[Any] | None) -> dict[str, Any] | None:
+        """``{name: value}`` per group; None when the values are not known (a result
+        built by hand without them)."""
+        if values is None or len(values) != len(names):
+            return None
+        return dict(zip(names, values, strict=True))
+
+    def save(self, folder: str | Path, *, columns: Sequence[str] | None = None,
+             group_names: Sequence[str] | None = None, region: Any = None,
+             release_extra: Mapping[str, Any] | None = None,
+             curator: bool | Mapping[str, Any] = True,
+             data: Sequence[np.ndarray] | None = None, data_warnings: Sequence[str] = (),
+             png: bool = True) -> dict[str, list[str]]:
+        """Write the files ``privot barycenter`` writes into ``folder`` (created if
+        needed; files of the same names are replaced).
+
+        Parameters
+        ----------
+        folder : str or Path
+        columns : sequence of str, optional
+            The ``d`` coordinate column names (``support.csv``'s header, the axes);
+            default :func:`default_columns`.
+        group_names : sequence of str, optional
+            The ``k`` group labels (public by the relation); default
+            :func:`default_group_names`.
+        region : Region, optional
+            Drawn in ``barycenter.png`` (see :meth:`plot`).
+        release_extra : mapping, optional
+            Public fields added to ``release.json`` (the CLI adds its engine).
+        curator : bool or mapping, default True
+            Also write the curator-only files (``curator-report.json``, and
+            ``curator-data.png`` when ``data`` is given); False: the publishable files
+            only. A mapping: True, its fields merged into ``curator-report.json`` (the
+            CLI's timings).
+        data : sequence of (n_i, 2) arrays, optional
+            The raw groups, for ``curator-data.png`` (curator-only; 2-D only).
+        data_warnings : sequence of str
+            Warnings raised while the data was read (curator-only).
+        png : bool, default True
+            Draw ``barycenter.png`` (2-D supports; needs matplotlib, the ``plot`` extra).
+
+        Returns
+        -------
+        dict
+            ``{"publishable": [...], "curator": [...], "notes": [...]}``: the names
+            written and one-line notes (publishable: functions of public values).
+        """
+        cols = self._columns(columns)
+        names = self._group_names(group_names)
+        if data is not None and curator is False:
+            raise InvalidParameterError("data", "<raw groups>",
+                                        "None when curator=False (it draws a curator file)")
+        if data is not None and self.d != 2:
+            raise InvalidParameterError("data", "<raw groups>",
+                                        "None for a support that is not 2-D")
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        public: list[str] = []
+        notes: list[str] = []
+        # -- publishable: the public parameters and the noisy release only --------------
+        np.savetxt(folder / "support.csv", np.column_stack([self.support, self.weights]),
+                   delimiter=",", header=",".join([*cols, "weight"]), comments="",
+                   fmt="%.10g")
+        public.append("support.csv")
+        if png and self.d == 2:
+            fig = self.plot(columns=cols, region=region)
+            fig.savefig(folder / "barycenter.png", dpi=120, bbox_inches="tight")
+            public.append("barycenter.png")
+        elif png:
+            notes.append(f"barycenter.png skipped: the support is {self.d}-D (2-D only)")
+        public.append("release.json")
+        body = {**self.release_files_dict(columns=cols, group_names=names),
+                **dict(release_extra or {}), "publishable_files": sorted(public)}
+        _write_json(folder / "release.json", body)
+        # -- curator-only: exact statistics of the raw data ----------------------------
+        written: list[str] = []
+        if curator is not False:
+            if data is not None:
+                fig = self.plot(columns=cols, region=region, data=data, group_names=names)
+                fig.savefig(folder / CURATOR_FILES[1], dpi=120, bbox_inches="tight")
+                written.append(CURATOR_FILES[1])
+            written.append(CURATOR_FILES[0])
+            report = self.curator_report()
+            counts = {"rows_per_group": self._by_group(names, self.params.get("group_sizes")),
+                      "rows_clipped_per_group": self._by_group(
+                          names, report["rows_clipped_per_group"]),
+                      "rows_unusable_per_group": self._by_group(
+                          names, report["rows_unusable_per_group"])}
+            extra = dict(curator) if isinstance(curator, Mapping) else {}
+            _write_json(folder / CURATOR_FILES[0],
+                        {"warning": _CURATOR_NOTICE, **counts, **extra,
+                         "diagnostics": report["diagnostics"],
+                         "data_warnings": list(data_warnings),
+                         "curator_files": sorted(written)})
+        return {"publishable": sorted(public), "curator": sorted(written), "notes": notes}

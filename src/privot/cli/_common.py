@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
     from privot.privacy.ledger import Ledger
 
-__all__ = ["LEDGER_ENV", "add_engine_arguments", "add_ledger_arguments",
-           "add_output_arguments", "add_point_table_arguments", "add_seed_argument",
+__all__ = ["DEFAULT_COLUMNS", "LEDGER_ENV", "add_column_arguments", "add_engine_arguments",
+           "add_ledger_arguments", "add_output_arguments", "add_point_table_arguments",
+           "add_seed_argument", "column_list",
            "engine_from_args", "engine_name", "ledger_from_args", "ledger_path",
            "ledger_spender", "ledger_summary", "rng_from_args", "write_json",
            "positive_float", "to_json"]
@@ -73,12 +74,106 @@ def add_engine_arguments(parser: argparse.ArgumentParser, help: str) -> None:
                              "to a temporary folder (default: DuckDB's, 80%% of the RAM)")
 
 
+#: Default coordinate columns of ``--columns`` (longitude, then latitude).
+DEFAULT_COLUMNS = ("longitude", "latitude")
+#: The old spellings of ``--columns``, kept as hidden aliases (index of the column each
+#: one names).
+COLUMN_ALIASES = {"--x-column": 0, "--y-column": 1}
+
+
+def column_list(text: str) -> list[str]:
+    """``"a, b,c"`` -> ``["a", "b", "c"]`` (empty names dropped)."""
+    return [c.strip() for c in str(text).split(",") if c.strip()]
+
+
+def _spelled(namespace: argparse.Namespace, flag: str) -> set[str]:
+    """The column flags given so far (recorded on the namespace), ``flag`` added."""
+    seen = set(getattr(namespace, "_column_flags", ()))
+    seen.add(flag)
+    namespace._column_flags = tuple(sorted(seen))
+    return seen
+
+
+def _both_spellings(seen: set[str]) -> bool:
+    return "--columns" in seen and any(a in seen for a in COLUMN_ALIASES)
+
+
+_BOTH = ("give the coordinate columns once: --columns A,B (the old --x-column/--y-column "
+         "are accepted alone, not together with --columns)")
+
+
+class _ColumnsAction(argparse.Action):
+    """``--columns A,B[,...]``: a list of names, ``count`` of them when given."""
+
+    def __init__(self, *args: Any, count: int | None = None, **kwargs: Any) -> None:
+        self.count = count
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if _both_spellings(_spelled(namespace, "--columns")):
+            raise argparse.ArgumentError(self, _BOTH)
+        names = column_list(values)
+        if self.count is not None and len(names) != self.count:
+            raise argparse.ArgumentError(
+                self, f"{self.count} comma-separated column names (x,y), got {values!r}")
+        if not names:
+            raise argparse.ArgumentError(self, f"at least one column name, got {values!r}")
+        setattr(namespace, self.dest, names)
+
+
+class _ColumnAliasAction(argparse.Action):
+    """A hidden old spelling (``--x-column NAME``): replaces one name of ``--columns``."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        flag = option_string or self.option_strings[0]
+        if _both_spellings(_spelled(namespace, flag)):
+            raise argparse.ArgumentError(self, _BOTH)
+        current = getattr(namespace, self.dest, None)
+        names = list(DEFAULT_COLUMNS if current is None else current)
+        names[COLUMN_ALIASES[flag]] = str(values)
+        setattr(namespace, self.dest, names)
+
+
+def add_column_arguments(parser: argparse.ArgumentParser, *, count: int | None = 2,
+                         user: bool = False, group: bool = False,
+                         columns_help: str | None = None) -> None:
+    """The column convention of every command that reads a table of points.
+
+    * ``--columns A,B[,...]`` -- the coordinate columns, comma-separated, in order
+      (``count`` of them: 2, x then y, for a grid; any number for a barycenter), stored
+      as a list in ``args.columns`` (default :data:`DEFAULT_COLUMNS`);
+    * ``--user-column NAME`` (``user=True``) and ``--group-column NAME`` (``group=True``)
+      -- the id columns;
+    * ``--x-column`` / ``--y-column`` -- the old spellings of ``--columns``' first and
+      second name, hidden from ``--help`` and still accepted alone (existing scripts);
+      given together with ``--columns`` they are refused (one line, exit status 2).
+    """
+    default = ",".join(DEFAULT_COLUMNS)
+    if columns_help is None:
+        columns_help = ("coordinate columns x,y (for geographic data longitude,latitude), "
+                        f"comma-separated (default: {default})")
+    parser.add_argument("--columns", action=_ColumnsAction, count=count,
+                        default=list(DEFAULT_COLUMNS),
+                        metavar="A,B" if count == 2 else "A,B,...", help=columns_help)
+    for flag in COLUMN_ALIASES:
+        parser.add_argument(flag, action=_ColumnAliasAction, dest="columns",
+                            default=argparse.SUPPRESS, metavar="NAME",
+                            help=argparse.SUPPRESS)
+    if user:
+        parser.add_argument("--user-column", default="user_id", metavar="NAME",
+                            help="column of the user ids (default: %(default)s)")
+    if group:
+        parser.add_argument("--group-column", default=None, metavar="NAME",
+                            help="column naming each row's group (default: one group). "
+                                 "Group labels and sizes are published exactly.")
+
+
 def add_point_table_arguments(parser: argparse.ArgumentParser) -> None:
-    """The columns of a table of user points (``--user-column``, ``--x-column``,
-    ``--y-column``) and how to read a text file (``--names``, ``--sep``)."""
-    parser.add_argument("--user-column", default="user_id", help="default: %(default)s")
-    parser.add_argument("--x-column", default="longitude", help="default: %(default)s")
-    parser.add_argument("--y-column", default="latitude", help="default: %(default)s")
+    """The columns of a table of user points (``--columns X,Y``, ``--user-column``;
+    :func:`add_column_arguments`) and how to read a text file (``--names``, ``--sep``)."""
+    add_column_arguments(parser, count=2, user=True)
     add_text_file_arguments(parser, names_help=(
         "column names of a header-less text file, comma-separated "
         "(Gowalla: user_id,time,latitude,longitude,location_id)"))

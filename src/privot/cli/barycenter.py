@@ -1,10 +1,11 @@
 """``privot barycenter INPUT``: a differentially private Wasserstein barycenter of a table.
 
-Reads a CSV/TSV/Parquet table (one row per person: coordinate columns and, optionally,
-a group column), releases ``m`` equally weighted support points with the private
-coreset method (paper 000 Alg. 2, epsilon-DP) or output perturbation (paper 000
-Alg. 1 / paper 001 Thm 5 with splitting, (epsilon, delta)-DP) and writes, into the
-output folder (:mod:`privot.cli._output`):
+Reads a CSV/TSV/Parquet table (one row per person: coordinate columns and, optionally, a
+group column; ``--columns A,B,... --group-column NAME``, the column convention of every
+command, :func:`privot.cli._common.add_column_arguments`), releases ``m`` equally
+weighted support points with the private coreset method (paper 000 Alg. 2, epsilon-DP)
+or output perturbation (paper 000 Alg. 1 / paper 001 Thm 5 with splitting, (epsilon,
+delta)-DP) and writes, into the output folder (:mod:`privot.cli._output`):
 
 publishable (the public parameters and the noisy release only)
     * ``support.csv`` -- the private support points (the coordinate columns, weight
@@ -18,6 +19,9 @@ curator-only (exact statistics of the raw data: never publish)
     * ``curator-report.json`` -- rows, unusable and clipped rows per group, timings,
       warnings raised while touching the data;
     * ``curator-data.png`` -- with ``--plot-data``: the support over the raw rows.
+
+The files are written by :meth:`privot.barycenters.BarycenterResult.save` (one code
+path with the library).
 """
 
 from __future__ import annotations
@@ -25,10 +29,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privot.cli._common import (
+    add_column_arguments,
     add_engine_arguments,
     add_ledger_arguments,
     add_output_arguments,
@@ -75,11 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                "with no usable row inside the bounds is refused before anything is "
                "charged. Exit status: 0 on success, 2 on invalid input.")
     p.add_argument("input", metavar="INPUT", help="CSV, TSV or Parquet file (or folder)")
-    p.add_argument("--columns", default="longitude,latitude", metavar="A,B,...",
-                   help="coordinate columns, comma-separated (default: %(default)s)")
-    p.add_argument("--group-column", default=None, metavar="NAME",
-                   help="column naming each row's group (default: one group). Group labels "
-                        "and sizes are published exactly.")
+    add_column_arguments(p, count=None, group=True, columns_help=(
+        "coordinate columns, comma-separated, d of them (default: longitude,latitude)"))
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--bounds", type=positive_float, nargs="+", metavar="V",
                        help="public box, never taken from the data: 2d numbers LOW_1 HIGH_1 "
@@ -195,14 +196,11 @@ def _projection_dim(text: str) -> int | str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import numpy as np
 
     from privot._validation import check_epsilon, check_int
     from privot.barycenters import continental_us, private_barycenter
 
-    columns = [c.strip() for c in args.columns.split(",") if c.strip()]
-    if not columns:
-        raise InvalidParameterError("--columns", args.columns, "at least one column name")
+    columns = list(args.columns)  # a list of >= 1 names (add_column_arguments)
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     m = check_int(args.m, "--m", minimum=1)
     bounds = _bounds(args.bounds, args.ball, len(columns))
@@ -263,33 +261,17 @@ def _run(args: argparse.Namespace) -> int:
                 accountant=acct)
         seconds["release"] = time.perf_counter() - start - seconds["read"]
 
-    # -- publishable: the public parameters and the noisy release only ------------------
+    # -- publishable (public parameters and the noisy release) and curator-only files:
+    # one code path with the library's BarycenterResult.save
     out.open()
-    header = ",".join(columns + ["weight"])
-    np.savetxt(out.public("support.csv"), np.column_stack([result.support, result.weights]),
-               delimiter=",", header=header, comments="", fmt="%.10g")
-    if len(columns) == 2:
-        _write_png(out.public("barycenter.png"), result, columns, region)
-    release = result.release_dict()
-    release.pop("support")
-    release.pop("weights")
-    release.update({"columns": columns, "groups": names,
-                    "group_sizes": dict(zip(names, sizes, strict=True)),
-                    "engine": args.engine})
-    out.write_release(release)
-
-    # -- curator-only: exact statistics of the raw data --------------------------------
-    if args.plot_data:
-        _write_png(out.curator("curator-data.png"), result, columns, region, groups=groups,
-                   names=names)
+    written = result.save(out.path, columns=columns, group_names=names, region=region,
+                          release_extra={"engine": args.engine},
+                          curator={"seconds": seconds},
+                          data=groups if args.plot_data else None,
+                          data_warnings=data_warnings)
+    out.written_public += written["publishable"]
+    out.written_curator += written["curator"]
     report = result.curator_report()
-    counts = {"rows_per_group": dict(zip(names, sizes, strict=True)),
-              "rows_clipped_per_group": dict(zip(names, report["rows_clipped_per_group"],
-                                                 strict=True)),
-              "rows_unusable_per_group": dict(zip(names, report["rows_unusable_per_group"],
-                                                  strict=True))}
-    out.write_curator_report({**counts, "seconds": seconds,
-                              "diagnostics": report["diagnostics"]}, data_warnings)
 
     c = result.cost
     kind = "pure DP" if c.delta == 0 else f"delta = {c.delta:g}"
@@ -307,18 +289,3 @@ def _run(args: argparse.Namespace) -> int:
               report["rows_unusable_per_group"], strict=True)), file=sys.stderr)
     return 0
 
-
-def _write_png(path: Path, result, columns, region, *, groups=None, names=None) -> None:
-    """The private support over the public bounds (and region); with ``groups``, over the
-    raw rows too (a curator-only figure)."""
-    from privot.barycenters import plot_barycenters
-
-    outline = None if region is None else getattr(region, "vertices", None)
-    curator = groups is not None
-    fig = plot_barycenters(groups or [], {f"private ({result.method})": result.support},
-                           group_names=names, outline=outline, xlabel=columns[0],
-                           ylabel=columns[1], bounds=result.bounds,
-                           title=("CURATOR ONLY (raw rows shown): " if curator else "")
-                           + f"private barycenter, m = {result.m}, "
-                             f"epsilon = {result.cost.epsilon:g}")
-    fig.savefig(path, dpi=120, bbox_inches="tight")

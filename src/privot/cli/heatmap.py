@@ -1,9 +1,11 @@
 """``privot heatmap INPUT``: a user-level epsilon-DP heatmap of a table of points.
 
-Reads a CSV/TSV/Parquet table (one row per point: a user id and two coordinates),
-aggregates it on the chosen engine (DuckDB, embedded; or Spark), releases the private
-distribution with Algorithms 1 and 2 of paper 002 (or a baseline) and writes, into the
-output folder (:mod:`privot.cli._output`):
+Reads a CSV/TSV/Parquet table (one row per point: a user id and two coordinates;
+``--user-column NAME --columns X,Y``, the column convention of every command,
+:func:`privot.cli._common.add_column_arguments`; the old ``--x-column``/``--y-column``
+are still accepted), aggregates it on the chosen engine (DuckDB, embedded; or Spark),
+releases the private distribution with Algorithms 1 and 2 of paper 002 (or a baseline)
+and writes, into the output folder (:mod:`privot.cli._output`):
 
 publishable (the public parameters and the noisy release only)
     * ``distribution.npy`` / ``distribution.csv`` -- the private distribution
@@ -166,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
     with capture_data_warnings("heatmap") as data_warnings:
         start = time.perf_counter()
         sums = aggregate_user_cells(args.input, grid=grid, user_column=args.user_column,
-                                    x_column=args.x_column, y_column=args.y_column,
+                                    x_column=args.columns[0], y_column=args.columns[1],
                                     engine=engine, sep=args.sep, names=names)
         t_aggregate = time.perf_counter() - start
         if ledger is not None:

@@ -1,11 +1,14 @@
 """``privot sample INPUT``: one epsilon-local-DP sample per user (paper 003).
 
-Reads a CSV/TSV/Parquet table (one row per point: a user id and two coordinates),
-computes each user's distribution over the cells of a public grid on the chosen engine
-(DuckDB, embedded; or Spark), and releases for every user one cell drawn from a
-mechanism's output inside the LDP polytope (Wasserstein projection by default), exactly
-as that user's device would; the server-side estimate of the population distribution
-from those samples is written too. Into the output folder (:mod:`privot.cli._output`):
+Reads a CSV/TSV/Parquet table (one row per point: a user id and two coordinates;
+``--user-column NAME --columns X,Y``, the column convention of every command,
+:func:`privot.cli._common.add_column_arguments`; the old ``--x-column``/``--y-column``
+are still accepted), computes each user's distribution over the cells of a public grid
+on the chosen engine (DuckDB, embedded; or Spark), and releases for every user one cell
+drawn from a mechanism's output inside the LDP polytope (Wasserstein projection by
+default), exactly as that user's device would; the server-side estimate of the
+population distribution from those samples is written too. Into the output folder
+(:mod:`privot.cli._output`):
 
 publishable (the public parameters and the released samples only)
     * ``samples.csv`` -- one row per released sample (``x, y, cell``: the centre of the
@@ -18,6 +21,9 @@ publishable (the public parameters and the released samples only)
 curator-only (never publish)
     * ``curator-samples.csv`` -- the same samples with their user ids;
     * ``curator-report.json`` -- rows read and dropped, users, timings, data warnings.
+
+The files are written by :meth:`privot.sampling.PopulationSample.save` (one code path
+with the library; the figure is :mod:`privot.sampling.plot`'s).
 
 In the local model the set of participating users is not hidden (each sends a report):
 the number of samples is public by assumption; each user's points are what is
@@ -39,7 +45,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import TYPE_CHECKING
 
 from privot.cli._common import (
     add_engine_arguments,
@@ -55,11 +60,6 @@ from privot.cli._common import (
     rng_from_args,
 )
 from privot.cli._output import OutputFolder, capture_data_warnings
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    import numpy as np
 
 __all__ = ["register"]
 
@@ -127,13 +127,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import numpy as np
 
     from privot._usable import check_usable
     from privot._validation import check_epsilon, check_int
     from privot.grid import Grid
     from privot.sampling import make_mechanism, user_cell_counts
-    from privot.sampling.population import estimate_population, sample_population
+    from privot.sampling.population import sample_population
 
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     check_int(args.n_iter, "--n-iter", minimum=1)
@@ -159,13 +158,14 @@ def _run(args: argparse.Namespace) -> int:
     with capture_data_warnings("sample") as data_warnings:
         start = time.perf_counter()
         counts = user_cell_counts(args.input, grid=grid, user_column=args.user_column,
-                                  x_column=args.x_column, y_column=args.y_column,
+                                  x_column=args.columns[0], y_column=args.columns[1],
                                   engine=engine, sep=args.sep, names=names)
         seconds["distributions"] = time.perf_counter() - start
         check_usable(n_rows=counts.n_points, n_unusable=0, n_outside=counts.n_outside,
                      what=str(args.input), outside="outside the bounds or unusable")
         start = time.perf_counter()
-        # the linear variant's public channel (k projections): computed once, used twice
+        # the linear variant's public channel (k projections): computed once, recorded in
+        # the sample for the server's estimate
         channel = mechanism.channel() if args.variant == "linear" else None
         # with a ledger: charged once, before anything is drawn
         with ledger_spender(ledger, args, capability="sample", unit="user",
@@ -174,38 +174,17 @@ def _run(args: argparse.Namespace) -> int:
                                          channel=channel, accountant=acct)
         seconds["sample"] = time.perf_counter() - start
 
-    # -- publishable: public parameters and the released samples only -----------------
-    d = grid.resolution
+    # -- publishable (public parameters and the released samples) and curator-only
+    # files: one code path with the library's PopulationSample.save
     out.open()
-    cells = released.released()  # the multiset, sorted: no user order, no ids
-    centres = points.tolist()  # Python floats: repr is the shortest exact decimal
-    with open(out.public("samples.csv"), "w", encoding="utf-8") as fh:
-        fh.write("x,y,cell\n")
-        for c in cells.tolist():
-            fh.write(f"{centres[c][0]!r},{centres[c][1]!r},{c}\n")
-    np.savetxt(out.public("base_measure.csv"), mechanism.base_measure.reshape(d, d),
-               delimiter=",", fmt="%.12g")
-    estimate = estimate_population(released, mechanism, channel=channel)
-    np.savetxt(out.public("estimate.csv"), estimate.reshape(d, d), delimiter=",",
-               fmt="%.12g")
-    _write_png(out.public("sample.png"), grid, mechanism.base_measure, cells, estimate,
-               title=f"{args.mechanism} ({args.variant}), epsilon = {epsilon:g}")
-    out.write_release({**released.release_dict(), "engine": args.engine,
-                       "grid": {"bounds": list(grid.bounds), "resolution": d,
-                                "aspect": grid.aspect, "points": "cell centres"}})
+    written = released.save(out.path, grid=grid, release_extra={"engine": args.engine},
+                            curator={"n_users_without_points_inside": counts.n_users_empty,
+                                     "seconds": seconds},
+                            data_warnings=data_warnings)
+    out.written_public += written["publishable"]
+    out.written_curator += written["curator"]
 
-    # -- curator-only ------------------------------------------------------------------
-    with open(out.curator("curator-samples.csv"), "w", encoding="utf-8") as fh:
-        fh.write("user_id,x,y,cell\n")
-        for u, c in zip(counts.user_ids.tolist(), released.indices.tolist(), strict=True):
-            fh.write(f"{u},{centres[c][0]!r},{centres[c][1]!r},{c}\n")
-    report = {**released.curator_report(), "n_points": counts.n_points,
-              "n_outside_or_unusable": counts.n_outside,
-              "n_users_without_points_inside": counts.n_users_empty,
-              "seconds": seconds}
-    out.write_curator_report(report, data_warnings)
-
-    print(f"privot sample: {cells.size} samples released, each epsilon = {epsilon:g} "
+    print(f"privot sample: {released.n_reports} samples released, each epsilon = {epsilon:g} "
           f"local DP (unit = one user's distribution; mechanism {args.mechanism}, "
           f"{args.variant})" + ("" if released.secure else "; SEEDED: not for publication"))
     print(out.listing())
@@ -216,29 +195,3 @@ def _run(args: argparse.Namespace) -> int:
           file=sys.stderr)
     return 0
 
-
-def _write_png(path: Path, grid, base_measure: np.ndarray, cells: np.ndarray,
-               estimate: np.ndarray, *, title: str) -> None:
-    import numpy as np
-
-    from privot.demo._report import new_figure
-
-    d = grid.resolution
-    fig, axes = new_figure(ncols=3, figsize=(15, 4.8))
-    x0, x1, y0, y1 = grid.bounds
-    extent = (x0, x0 + grid.cell_width * d, y0, y0 + grid.cell_height * d)
-    hist = np.bincount(cells, minlength=d * d).reshape(d, d)
-    for ax, img, name in ((axes[0, 0], base_measure.reshape(d, d), "public base measure m"),
-                          (axes[0, 1], hist, "released samples (count per cell)"),
-                          (axes[0, 2], estimate.reshape(d, d),
-                           "server's population estimate")):
-        im = ax.imshow(img, origin="lower", extent=extent, cmap="magma",
-                       interpolation="nearest")
-        ax.set_xlim(x0, x1)
-        ax.set_ylim(y0, y1)
-        ax.set_title(name, fontsize=10)
-        ax.set_xlabel("x")
-        fig.colorbar(im, ax=ax, shrink=0.8)
-    axes[0, 0].set_ylabel("y")
-    fig.suptitle(title)
-    fig.savefig(path, dpi=110, bbox_inches="tight")

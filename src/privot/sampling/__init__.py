@@ -21,7 +21,9 @@ Modules (each with one job):
 * :mod:`~privot.sampling.engine_step` -- each user's distribution over a public grid, on
   DuckDB or Spark;
 * :mod:`~privot.sampling.population` -- one report per user of a whole table (direct or
-  linear variant) and the server's estimators (EM through the public channel).
+  linear variant) and the server's estimators (EM through the public channel);
+  :class:`PopulationSample` has ``save`` (the files of ``privot sample``) and ``plot``;
+* :mod:`~privot.sampling.plot` -- the picture ``sample.png``.
 """
 
 from privot.sampling.base_measure import (
@@ -44,11 +46,13 @@ from privot.sampling.mechanism import (
     WassersteinProjection,
     make_mechanism,
 )
+from privot.sampling.plot import plot_population_sample
 from privot.sampling.polytope import in_polytope, kl_projection, polytope_bounds
 from privot.sampling.population import (
     PopulationSample,
     estimate_direct,
     estimate_linear,
+    estimate_population,
     linear_law,
     sample_population,
 )
@@ -71,11 +75,13 @@ __all__ = [
     "cost_matrix",
     "estimate_direct",
     "estimate_linear",
+    "estimate_population",
     "in_polytope",
     "kl_projection",
     "linear_law",
     "make_mechanism",
     "optimal_base_measure",
+    "plot_population_sample",
     "polytope_bounds",
     "private_sample",
     "sample_population",

@@ -60,13 +60,26 @@ own data: parallel composition over users).
 
 The estimators are post-processing of the released histogram and the public channel:
 no extra budget. ``docs/privacy/sampling.md``, ``docs/privacy/sampling_device.md``.
+
+Files and figures
+-----------------
+:meth:`PopulationSample.save` writes what ``privot sample`` writes (the CLI calls it:
+one code path): publishable :data:`PUBLISHABLE_FILES` (``samples.csv``: the released
+cells' centres, sorted, no user ids; ``base_measure.csv``; ``estimate.csv``;
+``sample.png``; ``release.json``) and, unless ``curator=False``, the curator-only
+:data:`CURATOR_FILES` (``curator-samples.csv``: the samples with user ids;
+``curator-report.json``). :meth:`PopulationSample.plot` draws ``sample.png``
+(:mod:`privot.sampling.plot`). Both need the public grid the counts were made on
+(recorded from ``counts.grid``) with one output point per cell.
 """
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -88,6 +101,8 @@ from privot.sampling.engine_step import dense_distributions
 from privot.sampling.mechanism import SamplingMechanism
 
 __all__ = [
+    "CURATOR_FILES",
+    "PUBLISHABLE_FILES",
     "VARIANTS",
     "PopulationDiagnostics",
     "PopulationSample",
@@ -107,6 +122,26 @@ _BATCH_ELEMENTS = 1 << 22
 _MAX_SIZE = 1 << 62
 #: Tolerance on the rows of a given channel (they are snapped anyway).
 _CHANNEL_ATOL = 1e-6
+#: Every publishable file :meth:`PopulationSample.save` writes (``sample.png`` with
+#: ``png=True``).
+PUBLISHABLE_FILES = ("samples.csv", "base_measure.csv", "estimate.csv", "sample.png",
+                     "release.json")
+#: The curator-only files (user ids, exact counts, timings: never publish).
+CURATOR_FILES = ("curator-samples.csv", "curator-report.json")
+_CURATOR_NOTICE = ("exact statistics of the raw data: NOT differentially private, for the "
+                   "data curator only; never publish this file")
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    from privot._jsonable import jsonable
+
+    path.write_text(json.dumps(payload, indent=2, default=jsonable) + "\n")
+
+
+def _json_ready(payload: Any) -> Any:
+    from privot._jsonable import jsonable
+
+    return json.loads(json.dumps(payload, default=jsonable))
 
 
 @dataclass(frozen=True)
@@ -135,7 +170,7 @@ class PopulationDiagnostics:
     seconds: Mapping[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PopulationSample:
     """One eps-LDP report per user.
 
@@ -161,6 +196,20 @@ class PopulationSample:
     bits : int
         Grid exponent of the integer laws (``w / 2**bits``).
     curator_only : PopulationDiagnostics
+    grid : Grid or None
+        The public grid of the input cells (``counts.grid``), when known.
+    base_measure : (k_v,) array or None
+        The mechanism's public base measure ``m``.
+    channel : (k, k_v) array or None
+        Linear variant: the public channel the reports were drawn through (before
+        snapping), for the server's estimate (:meth:`estimate`).
+
+    Notes
+    -----
+    :meth:`release_dict`, :meth:`counts_per_output`, :meth:`released` and
+    :meth:`to_dict` are publishable; :attr:`indices` with :attr:`user_ids` and
+    :meth:`curator_report` are curator-only. :meth:`save` writes the files of
+    ``privot sample``, :meth:`plot` draws ``sample.png``.
     """
 
     indices: np.ndarray
@@ -175,6 +224,9 @@ class PopulationSample:
     secure: bool
     bits: int
     curator_only: PopulationDiagnostics
+    grid: Any = None
+    base_measure: np.ndarray | None = None
+    channel: np.ndarray | None = None
 
     @property
     def n_reports(self) -> int:
@@ -208,6 +260,189 @@ class PopulationSample:
         return {"n_users": cur.n_users, "n_points": cur.n_points,
                 "n_outside_or_unusable": cur.n_outside, "n_users_empty": cur.n_users_empty,
                 "max_shift": cur.max_shift, "seconds": dict(cur.seconds)}
+
+    # -- summary ------------------------------------------------------------------------
+
+    @property
+    def mechanism_name(self) -> str:
+        """The mechanism's name (``wpm``, ``wpm-entropic``, ``kpm``, ``exp``, ``krr``)."""
+        return str(self.mechanism.get("mechanism", "?"))
+
+    def __repr__(self) -> str:
+        g = self.grid
+        where = (f", grid={g.resolution}x{g.resolution}" if g is not None
+                 and hasattr(g, "resolution") else "")
+        return (f"PopulationSample({self.mechanism_name} {self.variant}, "
+                f"epsilon={self.epsilon:g} LDP, {self.n_reports} reports, k={self.k}, "
+                f"k_v={self.k_v}{where}" + ("" if self.secure else ", SEEDED") + ")")
+
+    def grid_dict(self, grid: Any = None) -> dict[str, Any]:
+        """The public grid, as ``release.json`` states it (publishable)."""
+        g = self._grid(grid)
+        return {"bounds": list(g.bounds), "resolution": g.resolution, "aspect": g.aspect,
+                "points": "cell centres"}
+
+    def to_dict(self, *, curator: bool = False) -> dict[str, Any]:
+        """JSON-ready: :meth:`release_dict` and the grid when known (publishable, no
+        arrays; the histogram is :meth:`counts_per_output`); with ``curator=True`` also
+        ``"curator_only"``: :meth:`curator_report` (**exact counts and timings: never
+        publish that part**)."""
+        body: dict[str, Any] = {"capability": "sample", **self.release_dict()}
+        if self._has_grid():
+            body["grid"] = self.grid_dict()
+        if curator:
+            body["curator_only"] = self.curator_report()
+        return _json_ready(body)
+
+    # -- the server's estimate (post-processing) ------------------------------------------
+
+    def estimate(self) -> np.ndarray:
+        """The server's estimate of the population distribution (cached): what
+        :func:`estimate_population` returns, from the released histogram and the public
+        parameters recorded here (the linear variant's channel; k-RR's epsilon).
+        Post-processing: no budget."""
+        cached = self.__dict__.get("_estimate")
+        if cached is None:
+            hist = self.counts_per_output()
+            if self.variant == "linear":
+                if self.channel is None:
+                    raise InvalidParameterError(
+                        "channel", None, "the public channel of a linear-variant sample "
+                        "(use estimate_population(sample, mechanism))")
+                cached = estimate_linear(hist, self.channel)
+            elif self.mechanism_name == "krr":
+                cached = krr_estimate(hist, epsilon=self.epsilon, project=True)
+            else:
+                cached = estimate_direct(hist)
+            object.__setattr__(self, "_estimate", cached)
+        return cached.copy()
+
+    # -- figures and files --------------------------------------------------------------
+
+    def _has_grid(self, grid: Any = None) -> bool:
+        g = self.grid if grid is None else grid
+        return g is not None and int(getattr(g, "n_cells", -1)) == self.k == self.k_v
+
+    def _grid(self, grid: Any = None) -> Any:
+        g = self.grid if grid is None else grid
+        if not self._has_grid(g):
+            raise InvalidParameterError(
+                "grid", g, f"the public Grid the counts were made on, with k = k_v = "
+                f"{self.k} cells (one input and output point per cell); this sample "
+                f"has k = {self.k}, k_v = {self.k_v}")
+        return g
+
+    def _base_measure(self) -> np.ndarray:
+        if self.base_measure is None:
+            raise InvalidParameterError("base_measure", None,
+                                        "the mechanism's public base measure (recorded by "
+                                        "sample_population)")
+        return np.asarray(self.base_measure, dtype=np.float64)
+
+    def _title(self) -> str:
+        return f"{self.mechanism_name} ({self.variant}), epsilon = {self.epsilon:g}"
+
+    def plot(self, ax: Any = None, *, which: str | Sequence[str] = ("base_measure",
+                                                                     "samples", "estimate"),
+             grid: Any = None, title: str | None = None, **kwargs: Any) -> Any:
+        """Draw the public base measure, the released samples (count per cell) and the
+        server's estimate over the grid: the picture ``sample.png``
+        (:func:`privot.sampling.plot.plot_population_sample`).
+
+        ``which`` picks panels (``"base_measure"``, ``"samples"``, ``"estimate"``);
+        ``ax`` is one Axes per panel (None: a new Figure). ``grid`` overrides the
+        recorded one. Returns the matplotlib Figure. Post-processing only.
+        """
+        from privot.sampling.plot import plot_population_sample
+
+        g = self._grid(grid)
+        names = [which] if isinstance(which, str) else list(which)
+        arrays: dict[str, Any] = {}
+        if "base_measure" in names:
+            arrays["base_measure"] = self._base_measure()
+        if "samples" in names:
+            arrays["counts"] = self.counts_per_output()
+        if "estimate" in names:
+            arrays["estimate"] = self.estimate()
+        return plot_population_sample(g, ax=ax, which=which,
+                                      title=self._title() if title is None else title,
+                                      **arrays, **kwargs)
+
+    def save(self, folder: str | Path, *, grid: Any = None,
+             release_extra: Mapping[str, Any] | None = None,
+             curator: bool | Mapping[str, Any] = True, data_warnings: Sequence[str] = (),
+             png: bool = True, title: str | None = None) -> dict[str, list[str]]:
+        """Write the files ``privot sample`` writes into ``folder`` (created if needed;
+        files of the same names are replaced).
+
+        Parameters
+        ----------
+        folder : str or Path
+        grid : Grid, optional
+            The public grid; default the one recorded from ``counts.grid``.
+        release_extra : mapping, optional
+            Public fields added to ``release.json`` (the CLI adds its engine).
+        curator : bool or mapping, default True
+            Also write the curator-only files (``curator-samples.csv`` with the user
+            ids, ``curator-report.json``); False: the publishable files only. A mapping:
+            True, its fields merged into ``curator-report.json`` (``"seconds"`` merged
+            with the release's timings).
+        data_warnings : sequence of str
+            Warnings raised while the data was read (curator-only).
+        png : bool, default True
+            Draw ``sample.png`` (needs matplotlib, the ``plot`` extra).
+        title : str, optional
+            Title of ``sample.png`` (default: mechanism, variant, epsilon).
+
+        Returns
+        -------
+        dict
+            ``{"publishable": [...], "curator": [...], "notes": []}``: the names
+            written.
+        """
+        g = self._grid(grid)
+        m = self._base_measure()
+        estimate = self.estimate()
+        d = g.resolution
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        centres = g.cell_centre_points().tolist()  # Python floats: repr is exact
+        public: list[str] = []
+        # -- publishable: public parameters and the released multiset only -------------
+        with open(folder / "samples.csv", "w", encoding="utf-8") as fh:
+            fh.write("x,y,cell\n")
+            for c in self.released().tolist():  # sorted: no user order, no ids
+                fh.write(f"{centres[c][0]!r},{centres[c][1]!r},{c}\n")
+        np.savetxt(folder / "base_measure.csv", m.reshape(d, d), delimiter=",",
+                   fmt="%.12g")
+        np.savetxt(folder / "estimate.csv", estimate.reshape(d, d), delimiter=",",
+                   fmt="%.12g")
+        public += ["samples.csv", "base_measure.csv", "estimate.csv"]
+        if png:
+            fig = self.plot(grid=g, title=title)
+            fig.savefig(folder / "sample.png", dpi=110, bbox_inches="tight")
+            public.append("sample.png")
+        public.append("release.json")
+        _write_json(folder / "release.json",
+                    {**self.release_dict(), **dict(release_extra or {}),
+                     "grid": self.grid_dict(g), "publishable_files": sorted(public)})
+        # -- curator-only: the samples with their user ids, exact counts, timings ------
+        written: list[str] = []
+        if curator is not False:
+            with open(folder / CURATOR_FILES[0], "w", encoding="utf-8") as fh:
+                fh.write("user_id,x,y,cell\n")
+                for u, c in zip(self.user_ids.tolist(), self.indices.tolist(), strict=True):
+                    fh.write(f"{u},{centres[c][0]!r},{centres[c][1]!r},{c}\n")
+            written = list(CURATOR_FILES)
+            report = self.curator_report()
+            extra = dict(curator) if isinstance(curator, Mapping) else {}
+            if "seconds" in extra:
+                report["seconds"] = {**report["seconds"], **dict(extra.pop("seconds"))}
+            _write_json(folder / CURATOR_FILES[1],
+                        {"warning": _CURATOR_NOTICE, **report, **extra,
+                         "data_warnings": list(data_warnings),
+                         "curator_files": sorted(written)})
+        return {"publishable": sorted(public), "curator": sorted(written), "notes": []}
 
 
 # ---------------------------------------------------------------------------------------
@@ -428,10 +663,15 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
                                  n_outside=_opt("n_outside"),
                                  n_users_empty=_opt("n_users_empty"), max_shift=shift,
                                  seconds=seconds)
+    grid = getattr(counts, "grid", None)
+    if int(getattr(grid, "n_cells", -1)) != k:
+        grid = None
     return PopulationSample(indices=out, user_ids=user_ids, variant=variant,
                             mechanism=description, epsilon=eps, k=k, k_v=k_v, cost=cost,
                             relation=Neighbouring.LOCAL, secure=secure, bits=b,
-                            curator_only=diag)
+                            curator_only=diag, grid=grid,
+                            base_measure=np.array(mechanism.base_measure, dtype=np.float64),
+                            channel=ch if variant == "linear" else None)
 
 
 # ---------------------------------------------------------------------------------------
@@ -567,11 +807,15 @@ def estimate_population(sample: PopulationSample, mechanism: SamplingMechanism, 
     k-RR's debiased frequencies projected onto the simplex for k-RR; else the histogram
     (:func:`estimate_direct`, the mean of the users' laws). Post-processing of the
     released histogram and public parameters only: no budget. ``channel``: the
-    mechanism's channel when the caller already has it (``k`` projections otherwise).
+    mechanism's channel when the caller already has it (else the one the sample
+    recorded, else ``k`` projections). :meth:`PopulationSample.estimate` gives the same
+    without the mechanism.
     """
     hist = sample.counts_per_output()
     if sample.variant == "linear":
-        return estimate_linear(hist, mechanism.channel() if channel is None else channel)
+        if channel is None:  # the one the reports were drawn through, when recorded
+            channel = sample.channel if sample.channel is not None else mechanism.channel()
+        return estimate_linear(hist, channel)
     if mechanism.name == "krr":
         return krr_estimate(hist, epsilon=mechanism.epsilon, project=True)
     return estimate_direct(hist)
