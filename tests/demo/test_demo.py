@@ -39,6 +39,27 @@ def test_report_and_results_are_written(demo):
         assert f"## {s.title}" in text
 
 
+def test_each_figure_is_shown_once_and_counts_are_not_repeated(demo):
+    """The report links each figure once (the barycenter figures used to appear twice)
+    and states a heatmap's user count once (it said "200 users (200 users, ...)")."""
+    import re
+
+    result, _ = demo
+    text = result.report.read_text()
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert links and len(links) == len(set(links)), sorted(links)
+    assert not re.search(r"(\d+) users \(\1 users", text)
+
+
+def test_heatmap_report_explains_kl_with_the_missed_mass(demo):
+    result, payload = demo
+    text = result.report.read_text()
+    assert "true mass on zero cells" in text and "*Reading the table.*" in text
+    for case in ("storms",):
+        for method in ("pyramid", "laplace"):
+            assert 0.0 <= payload["heatmaps"][case][method]["true mass on zero cells"] <= 1.0
+
+
 def test_figures_exist_and_are_png(demo):
     result, payload = demo
     names = [n for s in result.sections for n in s.figures]
