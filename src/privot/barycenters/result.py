@@ -201,22 +201,12 @@ class BarycenterResult:
     # -- figures and files ----------------------------------------------------------------
 
     def _columns(self, columns: Sequence[str] | None) -> list[str]:
-        if columns is None:
-            return default_columns(self.d)
-        names = [str(c) for c in columns]
-        if len(names) != self.d:
-            raise InvalidParameterError("columns", names,
-                                        f"{self.d} names, one per coordinate of the support")
-        return names
+        return _names(columns, "columns", default_columns(self.d),
+                      "one per coordinate of the support")
 
     def _group_names(self, group_names: Sequence[str] | None) -> list[str]:
-        if group_names is None:
-            return default_group_names(self.k)
-        names = [str(g) for g in group_names]
-        if len(names) != self.k:
-            raise InvalidParameterError("group_names", names,
-                                        f"{self.k} names, one per group")
-        return names
+        return _names(group_names, "group_names", default_group_names(self.k),
+                      "one per group")
 
     def plot(self, ax: Any = None, *, columns: Sequence[str] | None = None,
              region: Any = None, data: Sequence[np.ndarray] | None = None,
@@ -376,3 +366,14 @@ class BarycenterResult:
                          "data_warnings": list(data_warnings),
                          "curator_files": sorted(written)})
         return {"publishable": sorted(public), "curator": sorted(written), "notes": notes}
+
+
+def _names(given: Sequence[str] | None, name: str, default: list[str],
+           what: str) -> list[str]:
+    """``given`` as strings, of the default's length (``default`` when None)."""
+    if given is None:
+        return default
+    names = [str(g) for g in given]
+    if len(names) != len(default):
+        raise InvalidParameterError(name, names, f"{len(default)} names, {what}")
+    return names
