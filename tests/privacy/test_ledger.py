@@ -593,28 +593,29 @@ def test_release_that_raises_is_failed_and_still_counts(tmp_path):
     assert not ran and len(ledger.releases()) == 2
 
 
-def test_finish_never_increases_the_spending(tmp_path):
+def test_finish_records_what_ran(tmp_path):
+    """A smaller event lowers the spending; a failed close keeps the charge; a larger
+    event (possible only by calling finish directly: release() refuses such pieces
+    before their noise) is recorded as it ran, with a warning."""
     ledger = Ledger.create(tmp_path / "fin.ledger", epsilon=3.0, delta=1e-6)
     ids = [ledger.charge(PureEvent(0.5), capability="t", mechanism="m",
-                         status="pending").id for _ in range(4)]
+                         status="pending").id for _ in range(3)]
     spent0 = ledger.status(pld=False).spent_epsilon
-    # larger epsilon: kept as charged
-    r = ledger.finish(ids[0], status="released", event=PureEvent(0.8))
-    assert r.status == "released" and r.event == PureEvent(0.5) and r.epsilon == 0.5
-    # a Gaussian instead of a pure hold: unbounded at order infinity -> kept
-    r = ledger.finish(ids[1], status="released", event=GaussianEvent(50.0, 0.1, 1e-9))
-    assert r.event == PureEvent(0.5)
-    # failed with an event: the event is ignored
-    r = ledger.finish(ids[2], status="failed", event=PureEvent(0.1))
+    # failed with an event: the event is ignored, the charge stands
+    r = ledger.finish(ids[0], status="failed", event=PureEvent(0.1))
     assert r.status == "failed" and r.event == PureEvent(0.5)
-    spent1 = ledger.status(pld=False).spent_epsilon
-    assert spent1 == spent0
-    # smaller: recorded
-    r = ledger.finish(ids[3], status="released", event=PureEvent(0.2))
+    assert ledger.status(pld=False).spent_epsilon == spent0
+    # smaller: recorded, the spending goes down
+    r = ledger.finish(ids[1], status="released", event=PureEvent(0.2))
     assert r.event == PureEvent(0.2) and r.epsilon == 0.2
-    assert ledger.status(pld=False).spent_epsilon < spent1
+    spent1 = ledger.status(pld=False).spent_epsilon
+    assert spent1 < spent0
+    # larger (a Gaussian: unbounded at order infinity): recorded as it ran, warned
+    with pytest.warns(RuntimeWarning, match="more than it was charged"):
+        r = ledger.finish(ids[2], status="released", event=GaussianEvent(50.0, 0.1, 1e-9))
+    assert r.event == GaussianEvent(50.0, 0.1, 1e-9)
     with pytest.raises(InvalidParameterError):
-        ledger.finish(ids[3], status="released")  # not pending any more
+        ledger.finish(ids[1], status="released")  # not pending any more
     with pytest.raises(InvalidParameterError):
         ledger.finish(ids[0], status="pending")
 
@@ -746,7 +747,9 @@ def test_running_sums_equal_the_rows_after_a_mixed_session(tmp_path):
         raise RuntimeError("boom")
     p = ledger.charge(GaussianEvent(4.0, 1.0, 1e-7), capability="t", mechanism="p",
                       status="pending")
-    ledger.finish(p.id, status="released", event=PureEvent(0.5))  # larger at inf: kept
+    with pytest.warns(RuntimeWarning, match="more than it was charged"):
+        # larger at some orders: recorded as it ran (a pure row, bounded at infinity)
+        ledger.finish(p.id, status="released", event=PureEvent(0.5))
     st = ledger.status(pld=False)
     again = ledger.recomputed_state()
     assert st.releases == again["count"] == 5
@@ -758,7 +761,7 @@ def test_running_sums_equal_the_rows_after_a_mixed_session(tmp_path):
     unbounded = con.execute("SELECT unbounded FROM totals").fetchone()[0]
     con.close()
     np.testing.assert_allclose(rdp, again["rdp"], rtol=1e-12)
-    assert unbounded == 2  # the two Gaussian rows; the pure ones are bounded
+    assert unbounded == 1  # the Gaussian row; the pure ones are bounded
 
 
 def test_finish_racing_another_finish_does_not_rewrite_a_closed_row(tmp_path):
@@ -845,3 +848,50 @@ def test_report_and_plot(tmp_path):
     assert fig is not None and out.stat().st_size > 1000
     curve = ledger.spending_curve()
     assert curve["filter"].size == 2 and curve["basic"][-1] == pytest.approx(1.5)
+
+
+# ---------------------------------------------------------------------------------------
+# review findings: a release cannot run more than it was charged; local row releases
+# ---------------------------------------------------------------------------------------
+
+
+def test_release_refuses_pieces_larger_than_the_charge_before_their_noise(tmp_path):
+    """The block's accountant checks every description, not just the basic pair: an
+    (eps, delta) piece inside a Gaussian charge has a larger Renyi curve and an approx
+    delta the charge did not have, so it is refused and the row stays as charged."""
+    ledger = Ledger.create(tmp_path / "hold.ledger", epsilon=2.0, delta=1e-5)
+    with pytest.raises(BudgetExceededError, match="refused before this piece's noise"), \
+            ledger.release(GaussianEvent(100.0, 1.0, 1e-6), capability="t",
+                           mechanism="m") as acct:
+        acct.spend(PrivacyCost(1.0, 1e-6, event=ApproxEvent(1.0, 1e-6)), mechanism="x")
+    (row,) = ledger.releases()
+    assert row.status == "failed" and row.event == GaussianEvent(100.0, 1.0, 1e-6)
+    # the same piece inside a charge that covers it is accepted and recorded as it ran
+    reserve = Ledger.create(tmp_path / "reserve.ledger", epsilon=2.0, delta=1e-5,
+                            approx_delta=0.5)
+    with reserve.release(ApproxEvent(1.0, 1e-6), capability="t", mechanism="m") as acct:
+        acct.spend(PrivacyCost(1.0, 1e-6, event=ApproxEvent(1.0, 1e-6)), mechanism="x")
+    (row,) = reserve.releases()
+    assert row.status == "released" and row.event.parts() == (ApproxEvent(1.0, 1e-6),)
+
+
+def test_finish_records_what_ran_even_when_larger_and_warns(tmp_path):
+    ledger = Ledger.create(tmp_path / "truth.ledger", epsilon=5.0)
+    rid = ledger.charge(PureEvent(0.5), capability="t", mechanism="m", status="pending").id
+    with pytest.warns(RuntimeWarning, match="more than it was charged"):
+        ledger.finish(rid, status="released", event=PureEvent(0.8))
+    assert ledger.get(rid).epsilon == pytest.approx(0.8)
+    assert ledger.status(pld=False).basic[0] == pytest.approx(0.8)
+
+
+def test_a_row_level_local_release_is_refused_on_a_user_ledger(tmp_path):
+    from privot.privacy.ledger import conversion_factor
+
+    assert conversion_factor("row", "local", "user", "replace-one") is None
+    assert conversion_factor("user", "local", "row", "replace-one") == 1
+    assert conversion_factor("user", "local", "user", "replace-one") == 1
+    ledger = Ledger.create(tmp_path / "users.ledger", epsilon=5.0, unit="user",
+                           relation="replace-one")
+    with pytest.raises(InvalidParameterError, match="no documented"):
+        ledger.charge(PureEvent(1.0), capability="t", mechanism="m", unit="row",
+                      relation="local", convert=True)

@@ -55,6 +55,7 @@ import numpy as np
 
 from privot._validation import check_delta, check_epsilon, check_probability
 from privot.errors import BudgetExceededError, InvalidParameterError
+from privot.privacy.budget import PrivacyAccountant
 from privot.privacy.events import (
     PLD_DISCRETIZATION,
     ComposedEvent,
@@ -94,7 +95,7 @@ def conversion_factor(unit: str, relation: str, ledger_unit: str,
     u, add-remove            u, replace-one             2    replace = remove then add
     user, add-remove         row, either                2    a row change = a user change
     user, replace-one        row, replace-one           1    a row change = a user change
-    user or row, local       either unit, replace-one   1    one unit's input changes
+    u, local                 u or row, replace-one      1    one unit's input changes
     anything else            --                         --   refused
     =======================  =========================  ===  =============================
 
@@ -104,7 +105,9 @@ def conversion_factor(unit: str, relation: str, ledger_unit: str,
     if (unit, relation) == (ledger_unit, ledger_relation):
         return 1
     if relation == "local":
-        return 1 if ledger_relation == "replace-one" else None
+        # a row-level randomiser says nothing about a user with many rows
+        row_to_user = unit == "row" and ledger_unit == "user"
+        return 1 if ledger_relation == "replace-one" and not row_to_user else None
     if unit == ledger_unit and relation == "add-remove" and ledger_relation == "replace-one":
         return 2
     if unit == "user" and ledger_unit == "row":
@@ -576,9 +579,12 @@ class Ledger:
         """Close a pending charge: ``"released"`` (optionally with the event that ran) or
         ``"failed"`` (the charge stands).
 
-        The recorded event is replaced only by one no larger in every description
-        (basic pair, each Renyi order, the approx delta), so closing never raises the
-        spending and never needs a new check.
+        With ``event``, the row records what ran (restated for the row's conversion).
+        Through :meth:`release` the pieces were checked against the charge before they
+        ran, so this lowers the spending or raises it by floating-point rounding only
+        (at most 1e-9 relative in any part). An event larger than the charge beyond that
+        is still recorded as it ran (the ledger tells the truth), with a warning: it was
+        released past what was admitted.
         """
         if status not in ("released", "failed"):
             raise InvalidParameterError("status", status, "'released' or 'failed'")
@@ -600,12 +606,17 @@ class Ledger:
                 ev = event.grouped(conversion)
                 rec = self._rdp_record(ev)
                 e, d = ev.basic()
-                if _no_larger(e, d, ev.approx_delta(), rec, old_eps, old_dlt, old_apx,
-                              old_rec):
-                    sets.update(event=json.dumps(ev.to_dict()), rdp=json.dumps(rec),
-                                epsilon=e, delta=d, approx_delta=ev.approx_delta())
-                    self._add_to_totals(con, -1, old_eps, old_dlt, old_apx, old_rec)
-                    self._add_to_totals(con, +1, e, d, ev.approx_delta(), rec)
+                if not _no_larger(e, d, ev.approx_delta(), rec, old_eps, old_dlt, old_apx,
+                                  old_rec):
+                    warnings.warn(
+                        f"ledger {str(self._path)!r}: release #{release_id} ran "
+                        f"{ev.describe()}, more than it was charged; recorded as it ran, "
+                        "so the ledger may now be past its total", RuntimeWarning,
+                        stacklevel=3)
+                sets.update(event=json.dumps(ev.to_dict()), rdp=json.dumps(rec),
+                            epsilon=e, delta=d, approx_delta=ev.approx_delta())
+                self._add_to_totals(con, -1, old_eps, old_dlt, old_apx, old_rec)
+                self._add_to_totals(con, +1, e, d, ev.approx_delta(), rec)
             con.execute(f"UPDATE releases SET {', '.join(f'{k} = ?' for k in sets)} "
                         "WHERE id = ? AND status = 'pending'",
                         (*sets.values(), int(release_id)))
@@ -627,11 +638,12 @@ class Ledger:
         The charge is committed ("pending") before the block runs; the block gets a
         :class:`~privot.privacy.budget.PrivacyAccountant` of exactly the charged
         ``(epsilon, delta)`` for the release's pieces. On success the row becomes
-        "released" with the pieces' events when they are no larger than the charge; on
+        "released" with the pieces' events (each piece is refused before its noise when
+        the pieces would exceed the charge in any description: basic pair, Renyi
+        order, approx delta); on
         an exception it becomes "failed" and the charge stands (noise may have been
         drawn). A killed process leaves it "pending", still counted.
         """
-        from privot.privacy.budget import PrivacyAccountant
 
         if isinstance(event, PrivacyCost):
             event = event_for_cost(event)
@@ -639,7 +651,8 @@ class Ledger:
                             relation=relation, convert=convert, params=params, output=output,
                             status="pending")
         eps, dlt = event.basic()
-        acct = PrivacyAccountant(eps, dlt, name=capability)
+        acct = _ReleaseAccountant(self, event.grouped(entry.conversion), entry.conversion,
+                                  eps, dlt, name=capability)
         try:
             yield acct
         except BaseException:
@@ -868,6 +881,39 @@ def pld_epsilon(events: list[PrivacyEvent], delta: float,
     if total is None:
         return 0.0
     return float(total.get_epsilon_for_delta(delta))
+
+
+class _ReleaseAccountant(PrivacyAccountant):
+    """The in-memory accountant of one :meth:`Ledger.release`: besides its basic total,
+    it refuses, before the piece's noise, any piece after which what ran would exceed
+    the charged event in any description (so the row can always record what ran)."""
+
+    def __init__(self, ledger: Ledger, hold: PrivacyEvent, conversion: int,
+                 epsilon: float, delta: float, *, name: str) -> None:
+        super().__init__(epsilon, delta, name=name)
+        self._owner = ledger
+        self._hold = hold
+        self._hold_rec = ledger._rdp_record(hold)  # noqa: SLF001
+        self._conversion = conversion
+
+    def spend(self, cost: PrivacyCost, *, mechanism: str,
+              relation: Neighbouring = Neighbouring.ADD_REMOVE,
+              params: Mapping[str, Any] | None = None) -> Any:
+        if isinstance(cost, PrivacyCost):
+            pieces = [event_for_cost(e.cost, e.mechanism) for e in self.ledger]
+            ran = ComposedEvent((*pieces, event_for_cost(cost, mechanism))).grouped(
+                self._conversion)
+            rec = self._owner._rdp_record(ran)  # noqa: SLF001
+            e, d = ran.basic()
+            h_e, h_d = self._hold.basic()
+            if not _no_larger(e, d, ran.approx_delta(), rec, h_e, h_d,
+                              self._hold.approx_delta(), self._hold_rec):
+                raise BudgetExceededError(
+                    f"release {self.name!r} was charged {self._hold.describe()} but its "
+                    f"pieces would run {ran.describe()}, more in some description (basic "
+                    "pair, a Renyi order or the approx delta); refused before this piece's "
+                    "noise")
+        return super().spend(cost, mechanism=mechanism, relation=relation, params=params)
 
 
 class LedgerAccountant:
