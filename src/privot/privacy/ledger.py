@@ -55,7 +55,7 @@ import numpy as np
 
 from privot._validation import check_delta, check_epsilon, check_probability
 from privot.errors import BudgetExceededError, InvalidParameterError
-from privot.privacy.budget import PrivacyAccountant
+from privot.privacy.budget import PrivacyAccountant, _jsonable
 from privot.privacy.events import (
     PLD_DISCRETIZATION,
     ComposedEvent,
@@ -784,14 +784,21 @@ class Ledger:
         coarser ``discretization`` than :meth:`status` (still an upper bound).
         """
         rels = self.releases()
+        # the Renyi records the filter summed, as stored with each row (not recomputed)
+        con = self._connect(self._path)
+        try:
+            stored = con.execute("SELECT rdp, approx_delta FROM releases ORDER BY id"
+                                 ).fetchall()
+        finally:
+            con.close()
         rdp = np.zeros(self._orders.size)
         inf_sum, approx, basic = 0.0, 0.0, 0.0
         out: dict[str, list[float]] = {"time": [], "filter": [], "basic": []}
-        for r in rels:
-            rec = self._rdp_record(r.event)
-            rdp = rdp + np.asarray(rec["finite"])
-            inf_sum += rec["inf"]
-            approx += r.event.approx_delta()
+        for r, (rec_json, apx) in zip(rels, stored, strict=True):
+            rec = json.loads(rec_json)
+            rdp = rdp + np.asarray(rec["finite"], dtype=float)
+            inf_sum += float(rec["inf"])
+            approx += float(apx)
             basic += r.epsilon
             f = basic if self.filter == "basic" else self._filter_epsilon(rdp, inf_sum,
                                                                           approx)[0]
@@ -849,8 +856,6 @@ def _filter_name(filt: str) -> str:
 
 
 def _jsonable_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    from privot.privacy.budget import _jsonable
-
     out = {}
     for k, v in params.items():
         if isinstance(v, (list, tuple)):
