@@ -129,7 +129,7 @@ def test_jl_path_runs_algorithms_3_and_4_back_in_full_dimension():
                       -0.45, 0.45) for _ in range(2)]
     bounds = PublicBounds.ball(np.zeros(d), 0.5 * math.sqrt(d))
     res = private_barycenter(groups, bounds=bounds, m=2, epsilon=2.0, projection_dim=3,
-                             depth=8, rng=8)
+                             depth=8, rng=8, method="coreset")
     assert res.diagnostics["projection_dim"] == 3 and res.support.shape == (2, d)
     # the two atoms are found on either side of the first axis
     assert sorted(np.sign(res.support[:, 0])) == [-1, 1]
@@ -191,7 +191,7 @@ def test_clipped_points_are_counted():
     ({"epsilon": 0.0}, InvalidParameterError, "epsilon"),
     ({"epsilon": -1.0}, InvalidParameterError, "epsilon"),
     ({"method": "fast"}, InvalidParameterError, "method"),
-    ({"delta": 1e-5}, InvalidParameterError, "delta"),  # coreset is pure DP
+    ({"method": "coreset", "delta": 1e-5}, InvalidParameterError, "delta"),  # pure DP
     ({"method": "perturbation"}, InvalidParameterError, "delta"),
     ({"method": "perturbation", "delta": 1.0}, InvalidParameterError, "delta"),
     ({"method": "perturbation", "delta": 0.0}, InvalidParameterError, "delta"),

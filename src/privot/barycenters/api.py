@@ -66,6 +66,14 @@ from privot.barycenters.perturbation import (
 )
 from privot.barycenters.regions import Region
 from privot.barycenters.result import BarycenterResult
+from privot.barycenters.subspace import (
+    DEFAULT_PROJECTION_SHARE,
+    SubspacePlan,
+    check_basis,
+    dct_basis,
+    plan_subspace,
+    subspace_release,
+)
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.ot import (
     free_support_barycenter,
@@ -78,9 +86,15 @@ from privot.privacy import accounting
 from privot.privacy.events import ComposedEvent, GaussianEvent, PrivacyEvent, PureEvent
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender
 
-__all__ = ["METHODS", "default_projection_dim", "private_barycenter", "release_event"]
+__all__ = ["METHODS", "choose_method", "default_projection_dim", "private_barycenter",
+           "release_event"]
 
-METHODS = ("coreset", "perturbation")
+METHODS = ("auto", "coreset", "perturbation", "subspace")
+#: ``method="auto"`` runs the coreset in at most this many dimensions and the subspace
+#: method above (public: ``d``). Measured: the coreset keeps 1.03x the non-private cost on
+#: the US maps (d = 2) and carries little signal from d = 3 on (benchmarks/README.md,
+#: "Barycenters in high dimension").
+AUTO_CORESET_MAX_DIM = 2
 #: Share of the sample budget the perturbation method spends on its coreset anchor.
 #: Measured on population-weighted US places (k = 1, m = 48, eps = 1 on the population,
 #: default k', 3 seeds): cost / non-private 1.58 with 0.2, 1.78 with 0.5, 2.0 with 0.8 at
@@ -121,6 +135,40 @@ def default_projection_dim(n: int, d: int, *, p: float = 2, gamma: float = 0.5,
     return dp if dp < d else None
 
 
+
+
+def choose_method(d: int) -> str:
+    """What ``method="auto"`` runs for data in ``d`` dimensions (a public rule).
+
+    ``"coreset"`` (paper 000 Alg. 2) for ``d <= AUTO_CORESET_MAX_DIM``, ``"subspace"``
+    above it.
+    """
+    return "coreset" if d <= AUTO_CORESET_MAX_DIM else "subspace"
+
+
+def _resolve_basis(basis: object, d: int, image_shape: object, basis_dim: int | None
+                   ) -> np.ndarray | None:
+    """The public basis of the subspace method: None (identity), "dct" or an array."""
+    if basis is None:
+        if basis_dim is not None:
+            raise InvalidParameterError("basis_dim", basis_dim,
+                                        "omitted unless basis='dct'")
+        return None
+    if isinstance(basis, str):
+        if basis != "dct":
+            raise InvalidParameterError("basis", basis, "None, 'dct' or a (d, d0) array")
+        if image_shape is None:
+            raise InvalidParameterError("image_shape", None,
+                                        "(height, width) with height * width = d for "
+                                        "basis='dct'")
+        shape = tuple(image_shape) if isinstance(image_shape, (tuple, list)) else None
+        if shape is None or len(shape) != 2 or int(shape[0]) * int(shape[1]) != d:
+            raise InvalidParameterError("image_shape", image_shape,
+                                        f"(height, width) with height * width = d = {d}")
+        return dct_basis(shape, basis_dim)
+    if basis_dim is not None:
+        raise InvalidParameterError("basis_dim", basis_dim, "omitted unless basis='dct'")
+    return check_basis(basis, d)
 
 
 def release_event(method: str, sample: PrivacyCost, anchor_epsilon: float = 0.0
@@ -334,7 +382,7 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
 def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                        bounds: PublicBounds | None = None,
                        m: int, epsilon: float, delta: float | None = None,
-                       method: str = "coreset", p: float = 2,
+                       method: str = "auto", p: float = 2,
                        group_weights: Sequence[float] | None = None,
                        population_size: int | Sequence[int] | None = None,
                        projection_dim: int | str | None = "auto",
@@ -348,6 +396,11 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                        region: Region | None = None, coreset_size: int | None = None,
                        depth: int | None = None,
                        max_atoms: int | None = DEFAULT_MAX_ATOMS,
+                       basis: np.ndarray | str | None = None,
+                       image_shape: tuple[int, int] | None = None,
+                       basis_dim: int | None = None, subspace_dim: int | None = None,
+                       cells: int | None = None, rounds: int | None = None,
+                       projection_share: float = DEFAULT_PROJECTION_SHARE,
                        rng: np.random.Generator | int | None = None,
                        accountant: Spender | None = None,
                        progress: bool | None = None) -> BarycenterResult:
@@ -372,8 +425,15 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         The privacy budget (on the population when ``population_size`` is given).
     delta : float, optional
         Required in (0, 1) by ``method="perturbation"``; must be omitted or 0 for the
-        pure-DP ``"coreset"`` method.
-    method : {"coreset", "perturbation"}
+        pure-DP ``"coreset"`` method. ``"subspace"``: omitted or 0 for pure epsilon-DP
+        (Laplace noise), in (0, 1) for (epsilon, delta)-DP (Gaussian noise, GDP
+        composition). ``"auto"`` choosing the coreset runs it pure and charges no delta.
+    method : {"auto", "coreset", "perturbation", "subspace"}
+        ``"auto"`` (default): :func:`choose_method` of the public dimension ``d`` (the
+        coreset for ``d <= 2``, the subspace method above); the result's ``method``
+        says which ran and ``params["method_requested"]`` what was asked.
+        ``"subspace"``: private projection, DP Lloyd in the subspace, the barycenter
+        of the private summaries, the lift (:mod:`privot.barycenters.subspace`).
     p : float
         Order of the Wasserstein cost, ``>= 1``.
     group_weights : sequence of float, optional
@@ -424,6 +484,25 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         to ``coreset_size`` (the behaviour before; much slower for large groups).
         Post-processing either way: reads only the released counts, the public
         partition and public parameters.
+    basis : None, "dct" or (d, d0) array
+        ``"subspace"``: a public orthonormal basis the data is expressed in first
+        (None: the identity). ``"dct"``: the 2-D DCT of images of ``image_shape``, its
+        ``basis_dim`` lowest frequencies
+        (:func:`~privot.barycenters.subspace.dct_basis`). An array must have
+        orthonormal columns (checked).
+    image_shape : (height, width), optional
+        With ``basis="dct"``: the images' shape, ``height * width = d`` (row-major).
+    basis_dim : int, optional
+        With ``basis="dct"``: ``d0``, default
+        :data:`~privot.barycenters.subspace.DEFAULT_BASIS_DIM` (at most ``d``).
+    subspace_dim, cells, rounds : int, optional
+        ``"subspace"``: ``d'`` (the DP second moment's top eigenvectors, when
+        ``d0 > d'``), Lloyd centres per group and Lloyd rounds. Defaults:
+        :func:`~privot.barycenters.subspace.default_subspace_shape` of public
+        quantities (the smallest group size, epsilon, ``m``, ``d0``).
+    projection_share : float
+        ``"subspace"``: the share of the budget (of :math:`\mu^2` with Gaussian noise,
+        of epsilon with Laplace noise) spent on the DP second moment, in (0, 1).
     rng : Generator or int, optional
         Seeded randomness for experiments (``secure=False``); default OS CSPRNG noise.
     accountant : Spender, optional
@@ -444,16 +523,22 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     Unit: one point of one group; relation: replace one point (paper 000 Def. 4),
     group sizes public. ``"coreset"``: epsilon-DP (each group's coreset is epsilon-DP,
     the groups are disjoint). ``"perturbation"``: (epsilon, delta)-DP (basic
-    composition of the pure-DP anchor and the Gaussian steps).
+    composition of the pure-DP anchor and the Gaussian steps). ``"subspace"``: pure
+    epsilon-DP (Laplace, basic composition of its steps) or (epsilon, delta)-DP
+    (Gaussian steps composed as GDP, Dong, Roth and Su Cor. 3.3); the basis, ``d'``,
+    the cells and rounds are public. Derivations: ``docs/privacy/barycenters.md``.
     """
     if method not in METHODS:
         raise InvalidParameterError("method", method, f"one of {METHODS}")
+    requested = method
+    if isinstance(groups, CoresetLeafCounts) and method == "auto":
+        method = "coreset"  # engine leaf counts: the coreset is the only method on them
     if isinstance(groups, CoresetLeafCounts):
         # exact leaf counts from an engine (DuckDB or Spark): coreset method only
         if method != "coreset":
             raise InvalidParameterError(
-                "method", method, "'coreset' when groups are engine leaf counts (output "
-                "perturbation needs the points themselves)")
+                "method", method, "'coreset' or 'auto' when groups are engine leaf counts "
+                "(the other methods need the points themselves)")
         if bounds is not None and not groups.bounds.same_as(bounds):
             raise InvalidParameterError("bounds", bounds,
                                         "omitted or the bounds the leaf counts were made with")
@@ -473,7 +558,14 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     k = len(sizes)
     mm = check_int(m, "m", minimum=1, maximum=min(sizes))
     eps = check_epsilon(epsilon)
-    if method == "coreset":
+    if method == "auto":
+        method = choose_method(bounds.dim)
+    if method == "coreset" and requested == "auto":
+        dlt = 0.0  # pure epsilon-DP: a delta the caller allowed is not needed
+    elif method == "subspace":
+        # Laplace noise (pure) without delta, Gaussian noise with it
+        dlt = 0.0 if delta in (None, 0, 0.0) else check_delta(delta, allow_zero=False)
+    elif method == "coreset":
         if delta not in (None, 0, 0.0):
             raise InvalidParameterError(
                 "delta", delta, "omitted or 0: the coreset method is pure epsilon-DP")
@@ -504,6 +596,30 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     if max_atoms is not None:
         check_int(max_atoms, "max_atoms", minimum=1)
     show = show_progress(progress)
+    subspace_basis = None
+    if method == "subspace":
+        subspace_basis = _resolve_basis(basis, d, image_shape, basis_dim)
+        why = f"chosen by method='auto' for d = {d}" if requested == "auto" else "asked"
+        for name, value, default in (("projection_dim", projection_dim, "auto"),
+                                     ("depth", depth, None), ("region", region, None),
+                                     ("coreset_size", coreset_size, None),
+                                     ("anchor", anchor, None), ("splits", splits, None)):
+            if not (value is default or (isinstance(value, str) and value == default)):
+                raise InvalidParameterError(
+                    name, value if not isinstance(value, np.ndarray) else value.shape,
+                    f"omitted: it belongs to the coreset and perturbation methods (this "
+                    f"release runs method='subspace', {why}; pass method='coreset' for "
+                    "them)")
+    elif any(v is not None for v in (basis, image_shape, basis_dim, subspace_dim, cells,
+                                     rounds)):
+        given = next(name for name, v in (("basis", basis), ("image_shape", image_shape),
+                                          ("basis_dim", basis_dim),
+                                          ("subspace_dim", subspace_dim),
+                                          ("cells", cells), ("rounds", rounds))
+                     if v is not None)
+        raise InvalidParameterError(given, locals()[given],
+                                    f"omitted: it belongs to method='subspace' (this "
+                                    f"release runs method={method!r})")
     if method == "perturbation":  # checked before anything is charged
         if anchor is not None:
             anchor = check_points(anchor, "anchor")
@@ -527,6 +643,12 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
 
     sample = _sample_budget(eps, dlt, sizes, population_size)
     gen = as_generator(rng) if rng is not None else None
+    plan: SubspacePlan | None = None
+    if method == "subspace":  # every public choice fixed before the charge
+        plan = plan_subspace(sizes=sizes, m=mm,
+                             d0=d if subspace_basis is None else subspace_basis.shape[1],
+                             budget=sample, subspace_dim=subspace_dim, cells=cells,
+                             rounds=rounds, projection_share=projection_share)
     if method == "perturbation":
         # every check of the Gaussian steps runs before the charge (all public but the
         # ball precondition, which to_unit guarantees), so that the release always answers
@@ -544,8 +666,10 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                                   delta=sample.delta, splits=kp, iterations=iterations,
                                   group_weights=beta, calibration=calibration)
     if accountant is not None:
-        ran = release_event(method, sample, eps_anchor if method == "perturbation" else 0.0)
-        accountant.spend(PrivacyCost(sample.epsilon, sample.delta, event=ran),
+        ran = (plan.event if plan is not None else
+               release_event(method, sample, eps_anchor if method == "perturbation" else 0.0))
+        accountant.spend(PrivacyCost(sample.epsilon, sample.delta,
+                                     mu=plan.mu if plan is not None else None, event=ran),
                          mechanism=f"private-barycenter-{method}",
                          relation=Neighbouring.REPLACE_ONE,
                          params={"m": mm, "k": k, "population_size": population_size})
@@ -558,14 +682,24 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         solver_kw["polish"] = DEFAULT_ATOMS_POLISH
     coreset_kw = {"size": coreset_size, "depth": depth, "placement": placement,
                   "region": region}
-    params: dict[str, Any] = {"m": mm, "k": k, "p": p, "d": d, "projection_dim": dp,
+    params: dict[str, Any] = {"m": mm, "k": k, "p": p, "d": d,
+                              "method_requested": requested,
+                              "projection_dim": dp if method != "subspace" else None,
                               "solver": solver, "reg": reg, "n_outer": n_outer,
                               "n_inner": n_inner, "placement": placement,
                               "max_atoms": max_atoms, "polish": solver_kw.get("polish"),
                               "group_sizes": sizes, "population_size": population_size,
                               "group_weights": beta.tolist()}
     t0 = time.perf_counter()
-    if method == "coreset":
+    if method == "subspace":
+        support_u, diag, secure = _subspace_barycenter(
+            unit_rows, plan, subspace_basis, sizes, m=mm, p=p, beta=beta, solver=solver_kw,
+            gen=gen, show=show)
+        params.update({"subspace": plan.to_dict(),
+                       "basis": ("identity" if basis is None else
+                                 basis if isinstance(basis, str) else "caller"),
+                       "image_shape": None if image_shape is None else list(image_shape)})
+    elif method == "coreset":
         support_u, diag, secure = _coreset_barycenter(
             make, sizes, m=mm, epsilon=sample.epsilon, p=p, projection_dim=dp, beta=beta,
             solver=solver_kw, coreset=coreset_kw, gen=gen, max_atoms=max_atoms, show=show)
@@ -609,6 +743,39 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         cost=PrivacyCost(eps, dlt), sample_cost=sample, relation=Neighbouring.REPLACE_ONE,
         secure=secure, bounds=bounds, n_clipped=tuple(n_outside),
         n_unusable=tuple(n_unusable), params=params, diagnostics=diag)
+
+
+def _subspace_barycenter(units: list[np.ndarray], plan: SubspacePlan,
+                         basis: np.ndarray | None, sizes: list[int], *, m: int, p: float,
+                         beta: np.ndarray, solver: dict[str, Any],
+                         gen: np.random.Generator | None, show: bool = False
+                         ) -> tuple[np.ndarray, dict[str, Any], bool]:
+    """The subspace method in unit coordinates: private summaries, their barycenter in
+    the subspace (post-processing), the lift through the released basis."""
+    bar = progress_bar(show, total=1, desc="subspace summaries", unit="release")
+    try:
+        rel = subspace_release(units, plan=plan, basis=basis, sizes=sizes, m=m, rng=gen)
+        bar.update(1)
+    finally:
+        bar.close()
+    public = gen if gen is not None else np.random.default_rng()
+    pts, wts = rel.atoms, rel.weights
+    total = sum(len(x) for x in pts)
+    if total < m:  # fewer summary atoms than output atoms: the same measures, repeated
+        r = -(-m // total)
+        pts = [np.repeat(x, r, axis=0) for x in pts]
+        wts = [np.repeat(w, r) / r for w in wts]
+    t0 = time.perf_counter()
+    fit = free_support_barycenter(pts, m=m, p=p, measure_weights=wts, group_weights=beta,
+                                  rng=public, on_failure="fallback", progress=show,
+                                  **solver)
+    support = fit.support @ rel.projection.T  # the lift (step 5)
+    diag = {"solver_fallback": fit.fallback, "solver_failure": fit.failure,
+            "solver_converged": bool(fit.converged), "solver_outer_iterations": fit.n_outer,
+            "summary_atoms": [len(x) for x in rel.atoms],
+            "seconds_summaries": rel.seconds,
+            "seconds_barycenter": time.perf_counter() - t0}
+    return support, diag, rel.secure
 
 
 #: sigma * sqrt(d) above this share of the unit diameter triggers a warning.

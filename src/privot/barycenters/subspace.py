@@ -1,0 +1,588 @@
+r"""Private barycenters in high dimension: the subspace method.
+
+The private coreset (paper 000 Alg. 2) carries almost no signal once ``d`` grows: at
+depth about :math:`\log_2(\varepsilon n)` its partition halves each of ``d``
+coordinates at most once. The subspace method spends the budget on a few
+low-dimensional summaries instead. In unit coordinates (the data in the ball
+:math:`B_0(R)`, :math:`R = 1/2`, :class:`~privot.barycenters.PublicBounds`):
+
+.. code-block:: text
+
+    x in B_0(R) ⊂ R^d
+      --(public basis B, (d, d0), orthonormal columns: identity, DCT, or the caller's)-->
+    y = B^T x in B_0(R) ⊂ R^d0
+      --(1. DP second moment of the pooled groups, when d0 > d': Σ y y^T + noise,
+          top-d' eigenvectors V)--> z = V^T y in B_0(R) ⊂ R^d'
+      --(2. per group, one moment round: Σ z and Σ z∘z + noise)--> Gaussian N(m_i, diag v_i)
+      --(3. per group, T Lloyd rounds: cells of the current released centres,
+          (R · counts, sums) per cell + noise)--> q weighted atoms per group
+      --(4. free-support barycenter of the k summaries, post-processing)--> m atoms in R^d'
+      --(5. lift: x = B V z)--> support in R^d
+
+Steps 1-3 are the only ones that read the data. Each releases one statistic with noise
+calibrated to its sensitivity under replace-one in the public ball (derived in
+``docs/privacy/barycenters.md``, section "The subspace method", and checked by brute
+force in ``tests/barycenters/test_subspace_sensitivity.py``):
+
+====================  ==============================  ==============================
+statistic             L2 sensitivity (Gaussian)        L1 sensitivity (Laplace)
+====================  ==============================  ==============================
+second moment (1.)    :math:`\sqrt2 R^2`               :math:`(d_0+1) R^2`
+moments (2.)          :math:`\sqrt{4R^2 + 2R^4}`       :math:`2R\sqrt{d'} + 2R^2`
+Lloyd round (3.)      :math:`2R`                       :math:`2R + 2R\sqrt{d'}`
+====================  ==============================  ==============================
+
+Every later step (eigenvectors, initial centres, cells, centres, the barycenter, the
+lift) is a function of earlier releases, public parameters and public randomness:
+post-processing, so the cells of a Lloyd round are public given the earlier rounds. The
+groups are disjoint (one person, one point, one group), so steps 2-3 run on all groups
+in parallel; step 1 reads each person once. The number of rounds, cells and dimensions
+is fixed before the data is read, so the work done after the charge is data-independent
+and the release always answers (empty or negative noisy counts fall back by public
+rules).
+
+Composition. Gaussian variant, :math:`(\varepsilon, \delta)`: the steps are
+:math:`\mu_j`-GDP with :math:`\mu_j = \Delta'_j/\sigma_j`; they compose adaptively to
+:math:`\mu = (\sum_j \mu_j^2)^{1/2}` (Dong, Roth and Su 2022, Cor. 3.3), calibrated so
+that :math:`\mu` meets :math:`(\varepsilon, \delta)` exactly (:func:`gdp_mu_for`).
+Laplace variant, pure :math:`\varepsilon`: basic composition of the steps' epsilons.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import fft as sfft
+
+from privot._validation import check_int
+from privot.errors import InvalidParameterError
+from privot.privacy import accounting, noise
+from privot.privacy.events import ComposedEvent, GaussianEvent, PrivacyEvent, PureEvent
+from privot.privacy.mechanisms import laplace_mechanism
+from privot.privacy.types import Neighbouring, PrivacyCost
+
+__all__ = [
+    "DEFAULT_BASIS_DIM",
+    "DEFAULT_PROJECTION_SHARE",
+    "SubspacePlan",
+    "SubspaceRelease",
+    "check_basis",
+    "dct_basis",
+    "default_subspace_shape",
+    "lloyd_sensitivity",
+    "lloyd_statistic",
+    "moment_sensitivity",
+    "moment_statistic",
+    "nearest_cells",
+    "plan_subspace",
+    "second_moment_sensitivity",
+    "second_moment_statistic",
+    "subspace_release",
+]
+
+#: Radius of the unit ball the public bounds map the data into.
+RADIUS = 0.5
+#: Share of the budget (of mu^2 for the Gaussian variant, of epsilon for Laplace) spent on
+#: the DP second moment when one is needed (d0 > d'): the prototype's fifth, kept after
+#: the tuning runs (benchmarks/README.md, "Barycenters in high dimension").
+DEFAULT_PROJECTION_SHARE = 0.2
+#: Default size of a DCT basis (the lowest frequencies): the second moment's noise grows
+#: with d0, the image's energy sits in the low frequencies.
+DEFAULT_BASIS_DIM = 100
+#: Public sample that stands for a group's DP Gaussian summary (per atom of the output).
+GAUSSIAN_SAMPLE_PER_ATOM = 64
+#: Initial centres: plain k-means (post-processing) on this many public draws per centre
+#: from the group's released Gaussian.
+INIT_DRAWS_PER_CENTRE = 50
+#: A cell whose noisy count is below this many count-noise deviations keeps its centre
+#: (public rule on released values).
+MIN_COUNT_DEVIATIONS = 2.0
+#: Floor of the released per-coordinate variance, in squared unit coordinates.
+VARIANCE_FLOOR = 1e-8
+MECHANISMS = ("gaussian", "laplace")
+
+
+# ------------------------------------------------------------------------------------
+# Public bases
+# ------------------------------------------------------------------------------------
+
+
+def dct_basis(image_shape: tuple[int, int] | list[int], dim: int | None = None
+              ) -> np.ndarray:
+    r"""The orthonormal 2-D DCT-II basis of ``h x w`` images, lowest frequencies first.
+
+    Column ``j`` is the image (flattened row-major, as ``x.reshape(h, w)``) of the
+    frequency pair :math:`(u_j, v_j)`, ordered by :math:`u + v`, then :math:`u`, so the
+    first ``dim`` columns span the smoothest images. A public, data-independent basis.
+
+    Parameters
+    ----------
+    image_shape : (h, w)
+        Image height and width; ``d = h * w``.
+    dim : int, optional
+        Number of columns ``d0`` (default ``min(d, DEFAULT_BASIS_DIM)``).
+
+    Returns
+    -------
+    (d, d0) array
+        Orthonormal columns: :math:`B^T B = I`.
+    """
+    if not (isinstance(image_shape, (tuple, list)) and len(image_shape) == 2):
+        raise InvalidParameterError("image_shape", image_shape, "a pair (height, width)")
+    h = check_int(image_shape[0], "image_shape", minimum=1)
+    w = check_int(image_shape[1], "image_shape", minimum=1)
+    d = h * w
+    d0 = min(d, DEFAULT_BASIS_DIM) if dim is None else check_int(dim, "basis_dim",
+                                                                  minimum=1, maximum=d)
+    u, v = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    order = np.lexsort((u.ravel(), (u + v).ravel()))[:d0]
+    coeff = np.zeros((d0, h, w))
+    coeff[np.arange(d0), u.ravel()[order], v.ravel()[order]] = 1.0
+    images = sfft.idctn(coeff, axes=(1, 2), norm="ortho")  # orthonormal inverse DCT-II
+    return np.ascontiguousarray(images.reshape(d0, d).T)
+
+
+def check_basis(basis: object, d: int) -> np.ndarray:
+    """A caller's basis: a finite ``(d, d0)`` array with orthonormal columns, ``d0 <= d``.
+
+    Orthonormality (to 1e-6) is what keeps the projected points in the ball of radius
+    ``R``: the sensitivities assume it, so it is checked, not trusted.
+    """
+    b = np.asarray(basis, dtype=np.float64) if not isinstance(basis, str) else None
+    if b is None or b.ndim != 2 or b.shape[0] != d or not 1 <= b.shape[1] <= d:
+        shape = getattr(basis, "shape", basis)
+        raise InvalidParameterError("basis", shape, f"'dct', None or a (d={d}, d0) array "
+                                    "with 1 <= d0 <= d orthonormal columns")
+    if not np.all(np.isfinite(b)):
+        raise InvalidParameterError("basis", "non-finite entries", "finite numbers")
+    err = float(np.max(np.abs(b.T @ b - np.eye(b.shape[1]))))
+    if err > 1e-6:
+        raise InvalidParameterError("basis", f"columns with max |B^T B - I| = {err:.3g}",
+                                    "orthonormal columns (e.g. numpy.linalg.qr(B)[0])")
+    return b
+
+
+# ------------------------------------------------------------------------------------
+# The released statistics and their sensitivities
+# ------------------------------------------------------------------------------------
+
+
+def second_moment_statistic(y: np.ndarray) -> np.ndarray:
+    r"""Upper triangle (diagonal included, row-major) of :math:`\sum_l y_l y_l^T`.
+
+    ``y`` (n, d0) -> (d0 (d0 + 1) / 2,)."""
+    s = y.T @ y
+    return s[np.triu_indices(y.shape[1])]
+
+
+def second_moment_sensitivity(d0: int, norm: str, radius: float = RADIUS) -> float:
+    r"""Replace-one sensitivity of :func:`second_moment_statistic` in :math:`B_0(R)`.
+
+    L2: :math:`\|yy^T - y'y'^T\|_F^2 = |y|^4 + |y'|^4 - 2(y\cdot y')^2 \le 2R^4` and the
+    upper triangle has at most the Frobenius norm: :math:`\sqrt2 R^2`. L1:
+    :math:`\sum_{i\le j}|y_i y_j| = (|y|_1^2 + |y|_2^2)/2 \le (d_0+1)R^2/2` per point.
+    """
+    return math.sqrt(2.0) * radius**2 if norm == "l2" else (d0 + 1) * radius**2
+
+
+def moment_statistic(z: np.ndarray) -> np.ndarray:
+    r""":math:`(\sum_l z_l, \sum_l z_l \circ z_l)`: ``z`` (n, d') -> (2 d',)."""
+    return np.concatenate([z.sum(axis=0), (z * z).sum(axis=0)])
+
+
+def moment_sensitivity(dim: int, norm: str, radius: float = RADIUS) -> float:
+    r"""Replace-one sensitivity of :func:`moment_statistic` in :math:`B_0(R)`.
+
+    L2: :math:`|z-z'|^2 + \sum_j (z_j^2 - z_j'^2)^2 \le 4R^2 + |z|^4 + |z'|^4 \le 4R^2
+    + 2R^4`. L1: :math:`|z-z'|_1 + \sum_j|z_j^2 - z_j'^2| \le 2R\sqrt{d'} + 2R^2`.
+    """
+    if norm == "l2":
+        return math.sqrt(4 * radius**2 + 2 * radius**4)
+    return 2 * radius * math.sqrt(dim) + 2 * radius**2
+
+
+def nearest_cells(z: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """Index of each point's nearest centre (ties to the lowest index): (n,) ints."""
+    if len(z) == 0:
+        return np.zeros(0, dtype=np.intp)
+    d2 = ((z[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+    return np.argmin(d2, axis=1)
+
+
+def lloyd_statistic(z: np.ndarray, centres: np.ndarray, radius: float = RADIUS
+                    ) -> np.ndarray:
+    r"""One Lloyd round's statistic: :math:`(R\,c_1, \dots, R\,c_q, s_1, \dots, s_q)`.
+
+    :math:`c_j` is the number and :math:`s_j \in R^{d'}` the sum of the points whose
+    nearest centre is ``centres[j]``. ``z`` (n, d'), ``centres`` (q, d') ->
+    (q + q d',). The cells are a function of the (released) centres only.
+    """
+    q, dim = centres.shape
+    cell = nearest_cells(z, centres)
+    counts = np.bincount(cell, minlength=q).astype(np.float64)
+    sums = np.zeros((q, dim))
+    np.add.at(sums, cell, z)
+    return np.concatenate([radius * counts, sums.ravel()])
+
+
+def lloyd_sensitivity(dim: int, norm: str, radius: float = RADIUS) -> float:
+    r"""Replace-one sensitivity of :func:`lloyd_statistic` in :math:`B_0(R)`.
+
+    Replacing :math:`z` (cell a) by :math:`z'` (cell b) changes :math:`R c_a, R c_b` by
+    :math:`\mp R` and :math:`s_a, s_b` by :math:`-z, +z'` (a = b: only
+    :math:`s_a`, by :math:`z'-z`). L2: :math:`\sqrt{2R^2 + |z|^2 + |z'|^2} \le 2R`
+    (a = b: :math:`|z'-z| \le 2R`). L1: :math:`2R + |z|_1 + |z'|_1 \le 2R + 2R\sqrt{d'}`.
+    """
+    return 2 * radius if norm == "l2" else 2 * radius + 2 * radius * math.sqrt(dim)
+
+
+# ------------------------------------------------------------------------------------
+# The plan: every public choice, fixed before the data is read
+# ------------------------------------------------------------------------------------
+
+
+def default_subspace_shape(n: int, *, m: int, d0: int, epsilon: float,
+                           delta: float) -> tuple[int, int, int]:
+    r"""Default ``(subspace_dim, cells, rounds)`` from public quantities only.
+
+    The rule (chosen on scikit-learn's digits and a synthetic set other than the
+    evaluation data; ``benchmarks/bench_barycenter_subspace_tuning.py``): the signal a
+    group can afford grows with :math:`s = \varepsilon n` (its smallest size ``n``),
+    capped by ``m`` cells and by ``d0``:
+
+    * :math:`s < 2000`: one cell, no Lloyd round: each group is its DP Gaussian
+      (mean and per-coordinate variance in ``d' = min(d0, 4)`` dimensions);
+    * otherwise :math:`q = \min(m, \lfloor s / 250 \rfloor)` cells, 2 Lloyd rounds,
+      ``d' = min(d0, 4)``.
+    """
+    s = epsilon * n
+    dim = min(d0, 4)
+    if s < 2000:
+        return dim, 1, 0
+    return dim, int(max(2, min(m, s // 250))), 2
+
+
+@dataclass(frozen=True)
+class SubspacePlan:
+    """The subspace method's public parameters and noise, fixed before any data is read.
+
+    Attributes
+    ----------
+    mechanism : {"gaussian", "laplace"}
+    basis_dim, subspace_dim : int
+        ``d0`` (columns of the public basis) and ``d'``.
+    cells, rounds : int
+        Lloyd centres per group ``q`` and Lloyd rounds ``T`` (after the moment round).
+    pca : bool
+        Whether a DP second moment is released (``d0 > d'``).
+    noise : dict
+        Per statistic (``"second_moment"``, ``"moments"``, ``"lloyd"``): its
+        sensitivity, noise scale (Gaussian sigma or Laplace scale, as a dict of the
+        mechanism's parameters) and its share of the budget (``mu`` or ``epsilon``).
+    mu : float or None
+        Gaussian variant: the composed GDP parameter of the whole release.
+    event : PrivacyEvent
+        What the release runs, for the accountant and ledger.
+    """
+
+    mechanism: str
+    basis_dim: int
+    subspace_dim: int
+    cells: int
+    rounds: int
+    pca: bool
+    projection_share: float
+    noise: dict[str, dict[str, float]]
+    mu: float | None
+    event: PrivacyEvent = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Public parameters, JSON-ready."""
+        return {"mechanism": self.mechanism, "basis_dim": self.basis_dim,
+                "subspace_dim": self.subspace_dim, "cells": self.cells,
+                "rounds": self.rounds, "pca": self.pca,
+                "projection_share": self.projection_share,
+                "noise": {k: dict(v) for k, v in self.noise.items()}, "mu": self.mu}
+
+
+def _round_up(x: float) -> float:
+    return math.nextafter(x, math.inf)
+
+
+def _gaussian_step(sensitivity: float, size: int, mu: float) -> dict[str, float]:
+    """Sigma of one Gaussian step at GDP ``mu``, on the secure sampler's grid.
+
+    The grid :math:`2^{-k}` (as in :func:`~privot.privacy.mechanisms.gaussian_mechanism`)
+    rounds each of the ``size`` values by at most :math:`2^{-k-1}`, so the rounded
+    statistic has sensitivity :math:`\\Delta' = \\Delta + \\sqrt{size}\\,2^{-k}`;
+    :math:`\\sigma = \\Delta'/\\mu`, rounded up.
+    """
+    root = math.sqrt(size)
+    k = noise.grid_exponent(sensitivity / root)
+    effective = _round_up(sensitivity + math.ldexp(root, -k))
+    sigma = _round_up(effective / mu)
+    return {"sensitivity": sensitivity, "effective_sensitivity": effective,
+            "grid_exponent": k, "sigma": sigma, "mu": _round_up(effective / sigma)}
+
+
+def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
+                  subspace_dim: int | None = None, cells: int | None = None,
+                  rounds: int | None = None,
+                  projection_share: float = DEFAULT_PROJECTION_SHARE) -> SubspacePlan:
+    """Validate and calibrate the subspace method (public quantities only).
+
+    ``budget`` with ``delta > 0``: Gaussian noise, the steps' GDP parameters composed to
+    the one that meets ``(epsilon, delta)``; ``delta == 0``: Laplace noise, epsilons
+    summed. ``subspace_dim``, ``cells`` and ``rounds`` default to
+    :func:`default_subspace_shape` of the smallest group.
+    """
+    dim0, q0, t0 = default_subspace_shape(min(sizes), m=m, d0=d0, epsilon=budget.epsilon,
+                                          delta=budget.delta)
+    dim = dim0 if subspace_dim is None else check_int(subspace_dim, "subspace_dim",
+                                                      minimum=1, maximum=d0)
+    q = q0 if cells is None else check_int(cells, "cells", minimum=1)
+    t = t0 if rounds is None else check_int(rounds, "rounds", minimum=0, maximum=100)
+    if q == 1:
+        t = 0  # one cell: a Lloyd round would repeat the moment round's mean
+    elif t == 0:
+        raise InvalidParameterError("rounds", rounds, f">= 1 when cells = {q} > 1 (the "
+                                    "cells are found by Lloyd rounds)")
+    if not (isinstance(projection_share, (int, float)) and 0 < projection_share < 1):
+        raise InvalidParameterError("projection_share", projection_share,
+                                    "a number in (0, 1)")
+    pca = d0 > dim
+    share = float(projection_share) if pca else 0.0
+    steps = 1 + t  # moment round + Lloyd rounds (each group in parallel)
+    sizes_of = {"second_moment": d0 * (d0 + 1) // 2, "moments": 2 * dim,
+                "lloyd": q + q * dim}
+    sens_of = {"second_moment": second_moment_sensitivity,
+               "moments": moment_sensitivity, "lloyd": lloyd_sensitivity}
+    dims_of = {"second_moment": d0, "moments": dim, "lloyd": dim}
+    used = (["second_moment"] if pca else []) + ["moments"] + (["lloyd"] if t else [])
+    noise_plan: dict[str, dict[str, float]] = {}
+    if budget.delta > 0:
+        mu_total = accounting.gdp_mu_for(budget.epsilon, budget.delta)
+        mu_rest = mu_total * math.sqrt(1.0 - share)
+        for name in used:
+            mu_step = (mu_total * math.sqrt(share) if name == "second_moment"
+                       else mu_rest / math.sqrt(steps))
+            noise_plan[name] = _gaussian_step(sens_of[name](dims_of[name], "l2"),
+                                              sizes_of[name], mu_step)
+        times = {"second_moment": 1, "moments": 1, "lloyd": t}
+        mu = math.sqrt(sum(times[k] * v["mu"] ** 2 for k, v in noise_plan.items()))
+        mu = _round_up(mu)
+        # mu <= mu_total up to the steps' upward rounding (relative 1e-15): the event
+        # states the larger, the description's safe side
+        event: PrivacyEvent = GaussianEvent(1.0 / max(mu, mu_total), budget.epsilon,
+                                            budget.delta)
+        mech = "gaussian"
+    else:
+        eps_rest = budget.epsilon * (1.0 - share)
+        parts: list[PrivacyEvent] = []
+        for name in used:
+            eps_step = (budget.epsilon * share if name == "second_moment"
+                        else eps_rest / steps)
+            noise_plan[name] = {"sensitivity": sens_of[name](dims_of[name], "l1"),
+                                "epsilon": eps_step}
+            parts += [PureEvent(eps_step, f"laplace-subspace-{name}")] * (
+                t if name == "lloyd" else 1)
+        event = ComposedEvent(tuple(parts)) if len(parts) > 1 else parts[0]
+        mu = None
+        mech = "laplace"
+    return SubspacePlan(mechanism=mech, basis_dim=d0, subspace_dim=dim, cells=q, rounds=t,
+                        pca=pca, projection_share=share, noise=noise_plan, mu=mu,
+                        event=event)
+
+
+# ------------------------------------------------------------------------------------
+# The release
+# ------------------------------------------------------------------------------------
+
+
+@dataclass
+class SubspaceRelease:
+    """What :func:`subspace_release` returns (all of it publishable but ``seconds``).
+
+    Attributes
+    ----------
+    projection : (d, d') array
+        :math:`BV`: the lift from the subspace to unit coordinates (orthonormal columns).
+    atoms, weights : list of (q_i, d') arrays and (q_i,) arrays
+        Each group's private summary in the subspace (its Lloyd centres and their noisy
+        cell masses, or public draws from its DP Gaussian).
+    means, variances : (k, d') arrays
+        The moment round's released mean and per-coordinate variance of each group.
+    secure : bool
+        True when every noise draw came from the OS CSPRNG.
+    seconds : float
+        Wall time (curator-only).
+    """
+
+    projection: np.ndarray
+    atoms: list[np.ndarray]
+    weights: list[np.ndarray]
+    means: np.ndarray
+    variances: np.ndarray
+    secure: bool
+    seconds: float = 0.0
+
+
+class _Noise:
+    """The plan's noise on one statistic: secure samplers, grid rounding included."""
+
+    def __init__(self, plan: SubspacePlan, rng: np.random.Generator | None) -> None:
+        self.plan = plan
+        self.rng = rng
+        self.secure = noise.resolve_rng(rng)[1]
+
+    def __call__(self, name: str, values: np.ndarray) -> np.ndarray:
+        step = self.plan.noise[name]
+        if self.plan.mechanism == "gaussian":
+            return np.asarray(noise.secure_gaussian(values, step["sigma"], rng=self.rng,
+                                                    grid_exponent=int(step["grid_exponent"])),
+                              dtype=np.float64)
+        rel = laplace_mechanism(values, sensitivity=step["sensitivity"],
+                                epsilon=step["epsilon"], rng=self.rng,
+                                relation=Neighbouring.REPLACE_ONE)
+        return np.asarray(rel.value, dtype=np.float64)
+
+    def count_deviation(self) -> float:
+        """Standard deviation of a released count (the Lloyd statistic's R c_j / R)."""
+        step = self.plan.noise["lloyd"]
+        if self.plan.mechanism == "gaussian":
+            return step["sigma"] / RADIUS
+        return math.sqrt(2.0) * step["sensitivity"] / step["epsilon"] / RADIUS
+
+
+def _into_ball(points: np.ndarray, radius: float = RADIUS) -> np.ndarray:
+    """Radial projection onto the closed ball (post-processing; public rule)."""
+    norm = np.linalg.norm(points, axis=-1, keepdims=True)
+    scale = np.where(norm > radius, radius / np.maximum(norm, 1e-300), 1.0)
+    return points * scale
+
+
+def _subspace_of(released_upper: np.ndarray, d0: int, dim: int) -> np.ndarray:
+    """Top-``dim`` eigenvectors of the symmetrised released second moment: (d0, dim)."""
+    s = np.zeros((d0, d0))
+    s[np.triu_indices(d0)] = released_upper
+    s = s + s.T - np.diag(np.diag(s))
+    vals, vecs = np.linalg.eigh(s)
+    return np.ascontiguousarray(vecs[:, np.argsort(vals)[::-1][:dim]])
+
+
+def _kmeans(points: np.ndarray, q: int, rng: np.random.Generator, iters: int = 25
+            ) -> np.ndarray:
+    """Plain k-means (k-means++ seeding) on public points: (q, d')."""
+    n = len(points)
+    centres = [points[rng.integers(n)]]
+    d2 = ((points - centres[0]) ** 2).sum(axis=1)
+    for _ in range(1, q):
+        total = d2.sum()
+        idx = rng.integers(n) if total <= 0 else rng.choice(n, p=d2 / total)
+        centres.append(points[idx])
+        d2 = np.minimum(d2, ((points - points[idx]) ** 2).sum(axis=1))
+    c = np.array(centres)
+    for _ in range(iters):
+        cell = nearest_cells(points, c)
+        counts = np.bincount(cell, minlength=q)
+        sums = np.zeros_like(c)
+        np.add.at(sums, cell, points)
+        keep = counts > 0
+        c[keep] = sums[keep] / counts[keep, None]
+    return c
+
+
+def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.ndarray | None,
+                     sizes: list[int], m: int, rng: np.random.Generator | None = None
+                     ) -> SubspaceRelease:
+    r"""Steps 1-3 of the subspace method: the private per-group summaries.
+
+    Parameters
+    ----------
+    units : list of (n_i, d) arrays
+        The usable points of each group in unit coordinates (inside :math:`B_0(R)`).
+    plan : SubspacePlan
+        From :func:`plan_subspace` (already charged by the caller).
+    basis : (d, d0) array or None
+        Public orthonormal basis (None: the identity).
+    sizes : list of int
+        Public group sizes ``n_i`` (unusable rows included): the means divide by them.
+    m : int
+        Output atoms (the size of the public sample standing for a DP Gaussian).
+    rng : Generator, optional
+        Seeded noise and public randomness (not secure); default OS CSPRNG noise and an
+        OS-seeded generator for the public randomness.
+
+    Returns
+    -------
+    SubspaceRelease
+
+    Privacy
+    -------
+    Unit: one point of one group; relation: replace one point; group sizes, the basis and
+    the plan are public. Each statistic gets the noise of its plan entry, whose
+    sensitivity is the bound of this module's ``*_sensitivity`` functions for points in
+    :math:`B_0(R)` (``units`` must be inside it: :meth:`PublicBounds.to_unit` ensures
+    it; the basis has orthonormal columns, so projections stay inside it). Everything
+    else is post-processing. The work after the charge is fixed by the plan.
+    """
+    t_start = time.perf_counter()
+    public = rng if rng is not None else np.random.default_rng()
+    add_noise = _Noise(plan, rng)
+    d = units[0].shape[1]
+    b = np.eye(d) if basis is None else basis
+    ys = [u @ b for u in units]
+    ys = [_into_ball(y) for y in ys]  # exact no-op up to rounding; keeps the bound sharp
+    # 1. the subspace: DP second moment of the pooled groups (or the whole basis)
+    if plan.pca:
+        pooled = np.concatenate(ys, axis=0)
+        released = add_noise("second_moment", second_moment_statistic(pooled))
+        v = _subspace_of(released, plan.basis_dim, plan.subspace_dim)
+    else:
+        v = np.eye(plan.basis_dim)
+    zs = [_into_ball(y @ v) for y in ys]
+    dim = v.shape[1]
+    # 2. per group: DP mean and per-coordinate variance (n_i public)
+    means = np.zeros((len(zs), dim))
+    variances = np.zeros((len(zs), dim))
+    for i, z in enumerate(zs):
+        mom = add_noise("moments", moment_statistic(z))
+        mean = _into_ball(mom[:dim] / sizes[i])
+        means[i] = mean
+        variances[i] = np.maximum(mom[dim:] / sizes[i] - mean**2, VARIANCE_FLOOR)
+    atoms: list[np.ndarray] = []
+    weights: list[np.ndarray] = []
+    for i, z in enumerate(zs):
+        draws = _into_ball(public.normal(means[i], np.sqrt(variances[i]),
+                                         size=(max(GAUSSIAN_SAMPLE_PER_ATOM * m,
+                                                   INIT_DRAWS_PER_CENTRE * plan.cells), dim)))
+        if plan.rounds == 0:
+            # the group is its DP Gaussian, as a public sample (post-processing)
+            atoms.append(draws)
+            weights.append(np.full(len(draws), 1.0 / len(draws)))
+            continue
+        # 3. Lloyd rounds; initial centres quantise the released Gaussian (public)
+        centres = _kmeans(draws, plan.cells, public)
+        mass = np.zeros(plan.cells)
+        floor = MIN_COUNT_DEVIATIONS * add_noise.count_deviation()
+        for _ in range(plan.rounds):
+            stat = add_noise("lloyd", lloyd_statistic(z, centres))
+            counts = stat[:plan.cells] / RADIUS
+            sums = stat[plan.cells:].reshape(plan.cells, dim)
+            ok = counts > floor
+            new = centres.copy()
+            new[ok] = _into_ball(sums[ok] / counts[ok, None])
+            centres, mass = new, np.maximum(counts, 0.0)
+        if mass.sum() <= 0:  # every cell's noisy count <= 0: the Gaussian stands in
+            atoms.append(draws)
+            weights.append(np.full(len(draws), 1.0 / len(draws)))
+        else:
+            atoms.append(centres)
+            weights.append(mass / mass.sum())
+    return SubspaceRelease(projection=b @ v, atoms=atoms, weights=weights, means=means,
+                           variances=variances, secure=add_noise.secure,
+                           seconds=time.perf_counter() - t_start)
