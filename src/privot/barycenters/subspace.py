@@ -381,10 +381,13 @@ def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
                                             budget.delta)
         mech = "gaussian"
     else:
-        eps_rest = budget.epsilon * (1.0 - share)
+        # each share a hair below its exact value, so that the floating-point sum of
+        # the steps never exceeds epsilon (basic composition is checked by the ledger)
+        eps_total = budget.epsilon * (1.0 - 1e-12)
+        eps_rest = eps_total * (1.0 - share)
         parts: list[PrivacyEvent] = []
         for name in used:
-            eps_step = (budget.epsilon * share if name == "second_moment"
+            eps_step = (eps_total * share if name == "second_moment"
                         else eps_rest / steps)
             noise_plan[name] = {"sensitivity": sens_of[name](dims_of[name], "l1"),
                                 "epsilon": eps_step}
@@ -580,9 +583,10 @@ def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.n
         if mass.sum() <= 0:  # every cell's noisy count <= 0: the Gaussian stands in
             atoms.append(draws)
             weights.append(np.full(len(draws), 1.0 / len(draws)))
-        else:
-            atoms.append(centres)
-            weights.append(mass / mass.sum())
+        else:  # cells with no mass drop out of the summary (post-processing)
+            keep = mass > 0
+            atoms.append(centres[keep])
+            weights.append(mass[keep] / mass[keep].sum())
     return SubspaceRelease(projection=b @ v, atoms=atoms, weights=weights, means=means,
                            variances=variances, secure=add_noise.secure,
                            seconds=time.perf_counter() - t_start)
