@@ -67,7 +67,6 @@ from privot.barycenters.perturbation import (
 from privot.barycenters.regions import Region
 from privot.barycenters.result import BarycenterResult
 from privot.barycenters.subspace import (
-    DEFAULT_PROJECTION_SHARE,
     SubspacePlan,
     check_basis,
     dct_basis,
@@ -400,7 +399,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                        image_shape: tuple[int, int] | None = None,
                        basis_dim: int | None = None, subspace_dim: int | None = None,
                        cells: int | None = None, rounds: int | None = None,
-                       projection_share: float = DEFAULT_PROJECTION_SHARE,
+                       projection_share: float | None = None,
                        rng: np.random.Generator | int | None = None,
                        accountant: Spender | None = None,
                        progress: bool | None = None) -> BarycenterResult:
@@ -500,9 +499,10 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         ``d0 > d'``), Lloyd centres per group and Lloyd rounds. Defaults:
         :func:`~privot.barycenters.subspace.default_subspace_shape` of public
         quantities (the smallest group size, epsilon, ``m``, ``d0``).
-    projection_share : float
+    projection_share : float, optional
         ``"subspace"``: the share of the budget (of :math:`\mu^2` with Gaussian noise,
-        of epsilon with Laplace noise) spent on the DP second moment, in (0, 1).
+        of epsilon with Laplace noise) spent on the DP second moment, in (0, 1); default
+        :data:`~privot.barycenters.subspace.DEFAULT_PROJECTION_SHARE` of the noise.
     rng : Generator or int, optional
         Seeded randomness for experiments (``secure=False``); default OS CSPRNG noise.
     accountant : Spender, optional

@@ -87,9 +87,11 @@ __all__ = [
 #: Radius of the unit ball the public bounds map the data into.
 RADIUS = 0.5
 #: Share of the budget (of mu^2 for the Gaussian variant, of epsilon for Laplace) spent on
-#: the DP second moment when one is needed (d0 > d'): the prototype's fifth, kept after
-#: the tuning runs (benchmarks/README.md, "Barycenters in high dimension").
-DEFAULT_PROJECTION_SHARE = 0.2
+#: the DP second moment when one is needed (d0 > d'), by mechanism. Tuning runs
+#: (benchmarks/README.md, "Barycenters in high dimension"): with Gaussian noise 0.35 beat
+#: 0.2 and 0.1 in 9 of 10 settings and 0.5 was no better; with Laplace noise (whose
+#: second moment has the larger L1 sensitivity) 0.5 beat 0.35 in 9 of 12 settings.
+DEFAULT_PROJECTION_SHARE = {"gaussian": 0.35, "laplace": 0.5}
 #: Default size of a DCT basis (the lowest frequencies): the second moment's noise grows
 #: with d0, the image's energy sits in the low frequencies.
 DEFAULT_BASIS_DIM = 100
@@ -249,21 +251,30 @@ def default_subspace_shape(n: int, *, m: int, d0: int, epsilon: float,
                            delta: float) -> tuple[int, int, int]:
     r"""Default ``(subspace_dim, cells, rounds)`` from public quantities only.
 
-    The rule (chosen on scikit-learn's digits and a synthetic set other than the
-    evaluation data; ``benchmarks/bench_barycenter_subspace_tuning.py``): the signal a
-    group can afford grows with :math:`s = \varepsilon n` (its smallest size ``n``),
-    capped by ``m`` cells and by ``d0``:
+    Chosen on data other than the evaluation data (scikit-learn's digits, two synthetic
+    sets in R^16 and R^20; ``benchmarks/bench_barycenter_subspace_tuning.py``, table in
+    ``benchmarks/README.md``). What a group can afford grows with
+    :math:`s = \varepsilon n` (``n`` its smallest size):
 
-    * :math:`s < 2000`: one cell, no Lloyd round: each group is its DP Gaussian
-      (mean and per-coordinate variance in ``d' = min(d0, 4)`` dimensions);
-    * otherwise :math:`q = \min(m, \lfloor s / 250 \rfloor)` cells, 2 Lloyd rounds,
-      ``d' = min(d0, 4)``.
+    * Gaussian noise (``delta > 0``): ``d' = min(d0, clip(round(log2(s) - 4), 3, 6))``;
+      Laplace noise: ``min(d0, clip(round(log2(s) - 3), 3, 8))``: larger subspaces won
+      as ``s`` grew on every tuning set, and more so with the noisier pure second
+      moment;
+    * one Lloyd round: a second or third round was better in few settings and then by
+      less than its noise costs elsewhere;
+    * cells: Gaussian noise (``delta > 0``): ``m // 2`` for ``s < 1500``, ``m`` above;
+      Laplace noise (pure): one cell (the group's DP Gaussian, no Lloyd round) for
+      ``s < 2000``, ``m`` above (its Lloyd statistic has the larger L1 sensitivity).
     """
     s = epsilon * n
-    dim = min(d0, 4)
-    if s < 2000:
-        return dim, 1, 0
-    return dim, int(max(2, min(m, s // 250))), 2
+    log_s = math.log2(max(s, 1.0))
+    dim = int(min(d0, min(6, max(3, round(log_s - 4))) if delta > 0
+                  else min(8, max(3, round(log_s - 3)))))
+    if delta > 0:
+        cells = m if s >= 1500 else max(1, m // 2)
+    else:
+        cells = m if s >= 2000 else 1
+    return dim, cells, (0 if cells == 1 else 1)
 
 
 @dataclass(frozen=True)
@@ -332,13 +343,14 @@ def _gaussian_step(sensitivity: float, size: int, mu: float) -> dict[str, float]
 def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
                   subspace_dim: int | None = None, cells: int | None = None,
                   rounds: int | None = None,
-                  projection_share: float = DEFAULT_PROJECTION_SHARE) -> SubspacePlan:
+                  projection_share: float | None = None) -> SubspacePlan:
     """Validate and calibrate the subspace method (public quantities only).
 
     ``budget`` with ``delta > 0``: Gaussian noise, the steps' GDP parameters composed to
     the one that meets ``(epsilon, delta)``; ``delta == 0``: Laplace noise, epsilons
     summed. ``subspace_dim``, ``cells`` and ``rounds`` default to
-    :func:`default_subspace_shape` of the smallest group.
+    :func:`default_subspace_shape` of the smallest group, ``projection_share`` to
+    :data:`DEFAULT_PROJECTION_SHARE` of the mechanism.
     """
     dim0, q0, t0 = default_subspace_shape(min(sizes), m=m, d0=d0, epsilon=budget.epsilon,
                                           delta=budget.delta)
@@ -351,7 +363,11 @@ def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
     elif t == 0:
         raise InvalidParameterError("rounds", rounds, f">= 1 when cells = {q} > 1 (the "
                                     "cells are found by Lloyd rounds)")
-    if not (isinstance(projection_share, (int, float)) and 0 < projection_share < 1):
+    if projection_share is None:
+        projection_share = DEFAULT_PROJECTION_SHARE["gaussian" if budget.delta > 0
+                                                    else "laplace"]
+    if not (isinstance(projection_share, (int, float)) and not isinstance(
+            projection_share, bool) and 0 < projection_share < 1):
         raise InvalidParameterError("projection_share", projection_share,
                                     "a number in (0, 1)")
     pca = d0 > dim
