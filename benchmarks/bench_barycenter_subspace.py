@@ -184,7 +184,8 @@ def plot(agg: list, figures: dict, stem: str) -> None:
             ax[0].plot(*zip(*pts, strict=True), style, label=method)
     ax[0].set(xscale="log", xlabel="n per group", ylabel="cost (1/k) sum W2^2",
               title="R^10 mixture, k = 2, eps = 1, m = 8")
-    ax[0].legend()
+    if ax[0].lines:
+        ax[0].legend()
     names = [a for a in agg if a["setting"].startswith("mnist")]
     labels = sorted({a["setting"] for a in names})
     meths = ["subspace-gauss", "subspace-pure", "coreset-jl", "grey"]

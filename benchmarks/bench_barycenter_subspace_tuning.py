@@ -2,8 +2,8 @@
 
 The evaluation data of issue 14 (``bench_barycenter_subspace.py``) is the R^10 mixture of
 paper 000 (``gaussian_mixture_r10``) and the 5,000 MNIST digits. The defaults of
-``privot.barycenters.subspace`` (``default_subspace_shape``: d', cells, rounds; the
-projection share) are chosen here on two other sets:
+``privot.barycenters.subspace`` (``default_subspace_dim``, ``default_cells``, the
+rounds, ``DEFAULT_PROJECTION_SHARE``) are chosen here on three other sets:
 
 * **digits**: scikit-learn's 1,797 8x8 digits (``privot.datasets.load_digits``, d = 64,
   public box [0, 16]^64): k = 10 classes (about 180 each, m = 10) and all as one group
@@ -22,7 +22,16 @@ at the default shape; 3 seeded releases each; metric: private cost / non-private
 (``evaluate_barycenter``, exact W2^2 on the raw groups; the non-private barycenter by
 ``free_support_barycenter`` with the same solver settings).
 
-Writes ``benchmarks/results/barycenter_subspace_tuning.json``.
+``--only defaults`` runs the chosen defaults against their neighbours (share 0.2 / 0.5,
+d' = 8, two rounds) on every set, 3 seeds.
+
+The grid's rows marked ``"default": true`` in ``barycenter_subspace_tuning.json`` are
+the rule of the first implementation (d' = 4; one cell below eps n = 2000, else
+min(m, eps n / 250) cells and 2 rounds; share 0.2), the prototype's choices, run when
+the grid was made.
+
+Writes ``benchmarks/results/barycenter_subspace_tuning.json`` (``_clusters16``,
+``_defaults``).
 Run: ``python benchmarks/bench_barycenter_subspace_tuning.py`` (about 10 minutes on 2
 cores; ``--quick``).
 """
@@ -107,10 +116,12 @@ def run(groups, bounds, m, eps, delta, seeds, **kw) -> list[float]:
 
 
 def check_defaults(rows, name, groups, bounds, m, eps, delta, seeds, base, n) -> None:
-    """The chosen rule against its neighbours: share 0.2 / 0.5, d' 8, rounds 2."""
+    """The chosen rule against its neighbours: share 0.2 / 0.5, d' 8, rounds 2, the
+    complement mean on and off."""
     variants = {"default": {}, "share0.2": {"projection_share": 0.2},
                 "share0.5": {"projection_share": 0.5}, "dim8": {"subspace_dim": 8},
-                "rounds2": {"rounds": 2}}
+                "rounds2": {"rounds": 2}, "complement_on": {"complement_mean": True},
+                "complement_off": {"complement_mean": False}}
     for label, kw in variants.items():
         c = run(groups, bounds, m, eps, delta, seeds, **kw)
         rows.append({"set": name, "n": n, "m": m, "eps": eps, "delta": delta,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from privot.barycenters import PublicBounds, private_barycenter
-from privot.barycenters.subspace import dct_basis, plan_subspace
+from privot.barycenters.subspace import dct_basis, noise_floor, plan_subspace, subspace_release
 from privot.errors import InvalidParameterError
 from privot.privacy import PrivacyAccountant
 from privot.privacy.accounting import gdp_to_delta
@@ -259,3 +259,31 @@ def test_seeded_runs_are_reproducible():
     a = _run(delta=1e-5, cells=2, rounds=1, rng=9)
     b = _run(delta=1e-5, cells=2, rounds=1, rng=9)
     np.testing.assert_array_equal(a.support, b.support)
+
+
+@pytest.mark.parametrize("cells", [1, 3])
+def test_directions_below_the_noise_floor_carry_no_spread(cells):
+    """Data on one line in d0 = 8: the subspace's other directions hold noise only. Those
+    whose released eigenvalue is below the public noise floor are flat: every atom (and
+    every public draw of the DP Gaussian) sits at the group's released mean there."""
+    rng = np.random.default_rng(11)
+    x = np.zeros((4000, 8))
+    x[:, 0] = rng.uniform(-0.4, 0.4, 4000)  # eigenvalue ~ 213, far above the floor
+    plan = plan_subspace(sizes=[4000], m=4, d0=8, budget=PrivacyCost(1.0, 1e-6),
+                         subspace_dim=4, cells=cells, rounds=None if cells == 1 else 1)
+    assert plan.pca and 5 < noise_floor(plan) < 50
+    rel = subspace_release([x], plan=plan, basis=None, sizes=[4000], m=4, rng=rng)
+    assert not rel.flat[0] and rel.flat.any()
+    atoms = rel.atoms[0]
+    assert np.all(rel.variances[0, rel.flat] == 0)
+    assert np.allclose(atoms[:, rel.flat], rel.means[0, rel.flat], atol=1e-12)
+    assert np.ptp(atoms[:, 0]) > 0.3  # the signal direction keeps its spread
+
+
+def test_no_direction_is_flat_without_a_second_moment():
+    x = np.random.default_rng(12).uniform(-0.2, 0.2, size=(500, 3))
+    plan = plan_subspace(sizes=[500], m=4, d0=3, budget=PrivacyCost(1.0, 1e-6))
+    assert not plan.pca
+    rel = subspace_release([x], plan=plan, basis=None, sizes=[500], m=4,
+                           rng=np.random.default_rng(3))
+    assert not rel.flat.any()

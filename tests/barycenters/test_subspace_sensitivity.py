@@ -164,6 +164,23 @@ def test_moment_bound_holds(d, norm):
 
 
 @pytest.mark.parametrize("norm", ["l2", "l1"])
+@pytest.mark.parametrize("d0", [d for d in DIMS if d >= 2])
+def test_moment_bound_with_the_sum_in_the_whole_basis(d0, norm):
+    """``complement_mean``: the sum in all d0 coordinates, the squares in a released
+    subspace V (random orthonormal columns, d' < d0, and the axes themselves)."""
+    rng = np.random.default_rng(250 + d0)
+    x, xp = _replacement_pairs(rng, d0)
+    data = _datasets(rng, x, d0)
+    for dim in range(1, d0):
+        for v in (np.linalg.qr(rng.normal(size=(d0, dim)))[0], np.eye(d0)[:, :dim]):
+            worst = _max_change(lambda y, v=v: moment_statistic(y, v), x, xp, data, norm)
+            bound = moment_sensitivity(dim, norm, mean_dim=d0)
+            assert moment_statistic(data[0], v).shape == (d0 + dim,)
+            assert worst <= bound + TOL, (worst, bound, d0, dim, norm)
+            assert worst > 0.5 * bound
+
+
+@pytest.mark.parametrize("norm", ["l2", "l1"])
 @pytest.mark.parametrize("d", DIMS)
 def test_lloyd_bound_holds_with_random_centres(d, norm):
     """Random released centres (1 to 4, inside and outside the ball, duplicates

@@ -400,6 +400,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                        basis_dim: int | None = None, subspace_dim: int | None = None,
                        cells: int | None = None, rounds: int | None = None,
                        projection_share: float | None = None,
+                       complement_mean: bool | None = None,
                        rng: np.random.Generator | int | None = None,
                        accountant: Spender | None = None,
                        progress: bool | None = None) -> BarycenterResult:
@@ -496,13 +497,22 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         :data:`~privot.barycenters.subspace.DEFAULT_BASIS_DIM` (at most ``d``).
     subspace_dim, cells, rounds : int, optional
         ``"subspace"``: ``d'`` (the DP second moment's top eigenvectors, when
-        ``d0 > d'``), Lloyd centres per group and Lloyd rounds. Defaults:
-        :func:`~privot.barycenters.subspace.default_subspace_shape` of public
-        quantities (the smallest group size, epsilon, ``m``, ``d0``).
+        ``d0 > d'``), Lloyd centres per group and Lloyd rounds. Defaults, from public
+        quantities only (the smallest group size, epsilon, delta, ``m``, ``d0``):
+        :func:`~privot.barycenters.subspace.default_subspace_dim`,
+        :func:`~privot.barycenters.subspace.default_cells` (each cell should hold six
+        deviations of its noisy count) and one round (none with one cell).
     projection_share : float, optional
         ``"subspace"``: the share of the budget (of :math:`\mu^2` with Gaussian noise,
         of epsilon with Laplace noise) spent on the DP second moment, in (0, 1); default
         :data:`~privot.barycenters.subspace.DEFAULT_PROJECTION_SHARE` of the noise.
+    complement_mean : bool, optional
+        ``"subspace"`` with a DP second moment: the moment round releases each group's
+        sum in the whole basis, and the atoms' component outside the subspace is the
+        groups' weighted DP mean (True), or only in the subspace, that component being
+        the public centre (False). Default
+        :data:`~privot.barycenters.subspace.DEFAULT_COMPLEMENT_MEAN` (measured: False
+        with Gaussian noise, True with Laplace noise).
     rng : Generator or int, optional
         Seeded randomness for experiments (``secure=False``); default OS CSPRNG noise.
     accountant : Spender, optional
@@ -611,11 +621,13 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                     f"release runs method='subspace', {why}; pass method='coreset' for "
                     "them)")
     elif any(v is not None for v in (basis, image_shape, basis_dim, subspace_dim, cells,
-                                     rounds)):
+                                     rounds, projection_share, complement_mean)):
         given = next(name for name, v in (("basis", basis), ("image_shape", image_shape),
                                           ("basis_dim", basis_dim),
                                           ("subspace_dim", subspace_dim),
-                                          ("cells", cells), ("rounds", rounds))
+                                          ("cells", cells), ("rounds", rounds),
+                                          ("projection_share", projection_share),
+                                          ("complement_mean", complement_mean))
                      if v is not None)
         raise InvalidParameterError(given, locals()[given],
                                     f"omitted: it belongs to method='subspace' (this "
@@ -648,7 +660,8 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         plan = plan_subspace(sizes=sizes, m=mm,
                              d0=d if subspace_basis is None else subspace_basis.shape[1],
                              budget=sample, subspace_dim=subspace_dim, cells=cells,
-                             rounds=rounds, projection_share=projection_share)
+                             rounds=rounds, projection_share=projection_share,
+                             complement_mean=complement_mean)
     if method == "perturbation":
         # every check of the Gaussian steps runs before the charge (all public but the
         # ball precondition, which to_unit guarantees), so that the release always answers
@@ -769,7 +782,9 @@ def _subspace_barycenter(units: list[np.ndarray], plan: SubspacePlan,
     fit = free_support_barycenter(pts, m=m, p=p, measure_weights=wts, group_weights=beta,
                                   rng=public, on_failure="fallback", progress=show,
                                   **solver)
-    support = fit.support @ rel.projection.T  # the lift (step 5)
+    # the lift (step 5): the subspace through the released basis, plus the groups'
+    # weighted DP mean outside it (the barycenter of point masses is their mean)
+    support = fit.support @ rel.projection.T + beta @ rel.complements
     diag = {"solver_fallback": fit.fallback, "solver_failure": fit.failure,
             "solver_converged": bool(fit.converged), "solver_outer_iterations": fit.n_outer,
             "summary_atoms": [len(x) for x in rel.atoms],

@@ -72,12 +72,15 @@ __all__ = [
     "SubspaceRelease",
     "check_basis",
     "dct_basis",
-    "default_subspace_shape",
+    "count_deviation",
+    "default_cells",
+    "default_subspace_dim",
     "lloyd_sensitivity",
     "lloyd_statistic",
     "moment_sensitivity",
     "moment_statistic",
     "nearest_cells",
+    "noise_floor",
     "plan_subspace",
     "second_moment_sensitivity",
     "second_moment_statistic",
@@ -106,6 +109,13 @@ MIN_COUNT_DEVIATIONS = 2.0
 #: Floor of the released per-coordinate variance, in squared unit coordinates.
 VARIANCE_FLOOR = 1e-8
 MECHANISMS = ("gaussian", "laplace")
+#: Whether the moment round releases the sum in the whole basis by default (by
+#: mechanism). Tuning runs (12 settings each): with Laplace noise it lowered the cost in
+#: 8, by 4% in geometric mean (most on images, whose mean lies far from the public
+#: centre, and its noisy second moment misses it); with Gaussian noise it raised it in 6
+#: and lowered it in none (1.8% in geometric mean): the extra d0 noisy coordinates cost
+#: more than the mean they recover.
+DEFAULT_COMPLEMENT_MEAN = {"gaussian": False, "laplace": True}
 
 
 # ------------------------------------------------------------------------------------
@@ -191,20 +201,30 @@ def second_moment_sensitivity(d0: int, norm: str, radius: float = RADIUS) -> flo
     return math.sqrt(2.0) * radius**2 if norm == "l2" else (d0 + 1) * radius**2
 
 
-def moment_statistic(z: np.ndarray) -> np.ndarray:
-    r""":math:`(\sum_l z_l, \sum_l z_l \circ z_l)`: ``z`` (n, d') -> (2 d',)."""
-    return np.concatenate([z.sum(axis=0), (z * z).sum(axis=0)])
+def moment_statistic(y: np.ndarray, v: np.ndarray | None = None) -> np.ndarray:
+    r"""The moment round: :math:`(\sum_l y_l, \sum_l z_l \circ z_l)`, :math:`z = V^\top y`.
+
+    ``y`` (n, d0), ``v`` (d0, d') with orthonormal columns -> (d0 + d',): the sum in the
+    whole basis (its mean gives the atoms' component outside the subspace) and the
+    per-coordinate second moments in the subspace. ``v`` None: :math:`V = I`,
+    ``y`` (n, d') -> (2 d',).
+    """
+    z = y if v is None else y @ v
+    return np.concatenate([y.sum(axis=0), (z * z).sum(axis=0)])
 
 
-def moment_sensitivity(dim: int, norm: str, radius: float = RADIUS) -> float:
+def moment_sensitivity(dim: int, norm: str, radius: float = RADIUS,
+                       mean_dim: int | None = None) -> float:
     r"""Replace-one sensitivity of :func:`moment_statistic` in :math:`B_0(R)`.
 
-    L2: :math:`|z-z'|^2 + \sum_j (z_j^2 - z_j'^2)^2 \le 4R^2 + |z|^4 + |z'|^4 \le 4R^2
-    + 2R^4`. L1: :math:`|z-z'|_1 + \sum_j|z_j^2 - z_j'^2| \le 2R\sqrt{d'} + 2R^2`.
+    L2: :math:`|y-y'|^2 + \sum_j (z_j^2 - z_j'^2)^2 \le 4R^2 + |z|^4 + |z'|^4 \le
+    4R^2 + 2R^4` (whatever the dimension of the sum, since :math:`|z| \le |y| \le R`).
+    L1: :math:`|y-y'|_1 + \sum_j|z_j^2 - z_j'^2| \le 2R\sqrt{d_m} + 2R^2`, ``d_m`` =
+    ``mean_dim`` (the dimension of the sum; default ``dim`` = d').
     """
     if norm == "l2":
         return math.sqrt(4 * radius**2 + 2 * radius**4)
-    return 2 * radius * math.sqrt(dim) + 2 * radius**2
+    return 2 * radius * math.sqrt(dim if mean_dim is None else mean_dim) + 2 * radius**2
 
 
 def nearest_cells(z: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -247,34 +267,45 @@ def lloyd_sensitivity(dim: int, norm: str, radius: float = RADIUS) -> float:
 # ------------------------------------------------------------------------------------
 
 
-def default_subspace_shape(n: int, *, m: int, d0: int, epsilon: float,
-                           delta: float) -> tuple[int, int, int]:
-    r"""Default ``(subspace_dim, cells, rounds)`` from public quantities only.
+#: Default cells: each should hold, on average, at least this many standard deviations
+#: of its released count (chosen on the tuning sets: 6 was within 3% of the best number
+#: of cells in 22 of 24 settings; benchmarks/README.md).
+CELL_COUNT_DEVIATIONS = 6.0
 
-    Chosen on data other than the evaluation data (scikit-learn's digits, two synthetic
-    sets in R^16 and R^20; ``benchmarks/bench_barycenter_subspace_tuning.py``, table in
-    ``benchmarks/README.md``). What a group can afford grows with
-    :math:`s = \varepsilon n` (``n`` its smallest size):
 
-    * Gaussian noise (``delta > 0``): ``d' = min(d0, clip(round(log2(s) - 4), 3, 6))``;
-      Laplace noise: ``min(d0, clip(round(log2(s) - 3), 3, 8))``: larger subspaces won
-      as ``s`` grew on every tuning set, and more so with the noisier pure second
-      moment;
-    * one Lloyd round: a second or third round was better in few settings and then by
-      less than its noise costs elsewhere;
-    * cells: Gaussian noise (``delta > 0``): ``m // 2`` for ``s < 1500``, ``m`` above;
-      Laplace noise (pure): one cell (the group's DP Gaussian, no Lloyd round) for
-      ``s < 2000``, ``m`` above (its Lloyd statistic has the larger L1 sensitivity).
+def default_subspace_dim(n: int, *, d0: int, epsilon: float, delta: float) -> int:
+    r"""Default ``d'`` from public quantities: it grows with :math:`s = \varepsilon n`.
+
+    Gaussian noise (``delta > 0``): ``min(d0, clip(round(log2(s) - 4), 3, 6))``; Laplace
+    noise: ``min(d0, clip(round(log2(s) - 3), 3, 8))``. Larger subspaces won as ``s``
+    grew on every tuning set (``benchmarks/bench_barycenter_subspace_tuning.py``), more
+    so with the noisier pure second moment.
     """
-    s = epsilon * n
-    log_s = math.log2(max(s, 1.0))
-    dim = int(min(d0, min(6, max(3, round(log_s - 4))) if delta > 0
-                  else min(8, max(3, round(log_s - 3)))))
+    log_s = math.log2(max(epsilon * n, 1.0))
     if delta > 0:
-        cells = m if s >= 1500 else max(1, m // 2)
-    else:
-        cells = m if s >= 2000 else 1
-    return dim, cells, (0 if cells == 1 else 1)
+        return int(min(d0, min(6, max(3, round(log_s - 4)))))
+    return int(min(d0, min(8, max(3, round(log_s - 3)))))
+
+
+def count_deviation(*, mechanism: str, dim: int, round_budget: float) -> float:
+    """Standard deviation of one released cell count of a Lloyd round (public).
+
+    ``round_budget``: the round's GDP ``mu`` (Gaussian) or epsilon (Laplace). The count
+    is released scaled by ``R`` (:func:`lloyd_statistic`), so its noise is the
+    statistic's divided by ``R``.
+    """
+    if mechanism == "gaussian":
+        return lloyd_sensitivity(dim, "l2") / round_budget / RADIUS
+    return math.sqrt(2.0) * lloyd_sensitivity(dim, "l1") / round_budget / RADIUS
+
+
+def default_cells(n: int, *, m: int, deviation: float) -> int:
+    """Default Lloyd cells: ``clip(floor(n / (6 deviation)), 1, m)`` (public).
+
+    ``deviation``: :func:`count_deviation` of the plan's Lloyd round; ``n`` the smallest
+    group. One cell means no Lloyd round: the group is its DP Gaussian.
+    """
+    return int(min(m, max(1, math.floor(n / (CELL_COUNT_DEVIATIONS * deviation)))))
 
 
 @dataclass(frozen=True)
@@ -290,6 +321,10 @@ class SubspacePlan:
         Lloyd centres per group ``q`` and Lloyd rounds ``T`` (after the moment round).
     pca : bool
         Whether a DP second moment is released (``d0 > d'``).
+    complement_mean : bool
+        Whether the moment round releases each group's sum in the whole basis (so that
+        the atoms' component outside the subspace is the groups' DP mean) rather than
+        in the subspace only (that component is then the public centre).
     noise : dict
         Per statistic (``"second_moment"``, ``"moments"``, ``"lloyd"``): its
         sensitivity, noise scale (Gaussian sigma or Laplace scale, as a dict of the
@@ -306,6 +341,7 @@ class SubspacePlan:
     cells: int
     rounds: int
     pca: bool
+    complement_mean: bool
     projection_share: float
     noise: dict[str, dict[str, float]]
     mu: float | None
@@ -316,6 +352,7 @@ class SubspacePlan:
         return {"mechanism": self.mechanism, "basis_dim": self.basis_dim,
                 "subspace_dim": self.subspace_dim, "cells": self.cells,
                 "rounds": self.rounds, "pca": self.pca,
+                "complement_mean": self.complement_mean,
                 "projection_share": self.projection_share,
                 "noise": {k: dict(v) for k, v in self.noise.items()}, "mu": self.mu}
 
@@ -343,40 +380,63 @@ def _gaussian_step(sensitivity: float, size: int, mu: float) -> dict[str, float]
 def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
                   subspace_dim: int | None = None, cells: int | None = None,
                   rounds: int | None = None,
-                  projection_share: float | None = None) -> SubspacePlan:
+                  projection_share: float | None = None,
+                  complement_mean: bool | None = None) -> SubspacePlan:
     """Validate and calibrate the subspace method (public quantities only).
 
     ``budget`` with ``delta > 0``: Gaussian noise, the steps' GDP parameters composed to
     the one that meets ``(epsilon, delta)``; ``delta == 0``: Laplace noise, epsilons
-    summed. ``subspace_dim``, ``cells`` and ``rounds`` default to
-    :func:`default_subspace_shape` of the smallest group, ``projection_share`` to
-    :data:`DEFAULT_PROJECTION_SHARE` of the mechanism.
+    summed. Defaults (public quantities only): ``projection_share``
+    :data:`DEFAULT_PROJECTION_SHARE` of the mechanism, ``subspace_dim``
+    :func:`default_subspace_dim` and ``cells`` :func:`default_cells` of the smallest
+    group, ``rounds`` 1 (0 with one cell).
     """
-    dim0, q0, t0 = default_subspace_shape(min(sizes), m=m, d0=d0, epsilon=budget.epsilon,
-                                          delta=budget.delta)
-    dim = dim0 if subspace_dim is None else check_int(subspace_dim, "subspace_dim",
-                                                      minimum=1, maximum=d0)
-    q = q0 if cells is None else check_int(cells, "cells", minimum=1)
-    t = t0 if rounds is None else check_int(rounds, "rounds", minimum=0, maximum=100)
+    gaussian = budget.delta > 0
+    if projection_share is None:
+        projection_share = DEFAULT_PROJECTION_SHARE["gaussian" if gaussian else "laplace"]
+    if not (isinstance(projection_share, (int, float)) and not isinstance(
+            projection_share, bool) and 0 < projection_share < 1):
+        raise InvalidParameterError("projection_share", projection_share,
+                                    "a number in (0, 1)")
+    n = min(sizes)
+    dim = (default_subspace_dim(n, d0=d0, epsilon=budget.epsilon, delta=budget.delta)
+           if subspace_dim is None
+           else check_int(subspace_dim, "subspace_dim", minimum=1, maximum=d0))
+    t = None if rounds is None else check_int(rounds, "rounds", minimum=0, maximum=100)
+    if cells is None:
+        # the round budget the cells would get with t Lloyd rounds (1 by default)
+        rest = 1.0 - (float(projection_share) if d0 > dim else 0.0)
+        steps = 1 + (1 if t is None else max(t, 1))
+        budget_round = (accounting.gdp_mu_for(budget.epsilon, budget.delta)
+                        * math.sqrt(rest / steps) if gaussian
+                        else budget.epsilon * rest / steps)
+        q = default_cells(n, m=m, deviation=count_deviation(
+            mechanism="gaussian" if gaussian else "laplace", dim=dim,
+            round_budget=budget_round))
+    else:
+        q = check_int(cells, "cells", minimum=1)
+    if t is None:
+        t = 0 if q == 1 else 1  # one Lloyd round (tuning: more rounds cost more noise)
     if q == 1:
         t = 0  # one cell: a Lloyd round would repeat the moment round's mean
     elif t == 0:
         raise InvalidParameterError("rounds", rounds, f">= 1 when cells = {q} > 1 (the "
                                     "cells are found by Lloyd rounds)")
-    if projection_share is None:
-        projection_share = DEFAULT_PROJECTION_SHARE["gaussian" if budget.delta > 0
-                                                    else "laplace"]
-    if not (isinstance(projection_share, (int, float)) and not isinstance(
-            projection_share, bool) and 0 < projection_share < 1):
-        raise InvalidParameterError("projection_share", projection_share,
-                                    "a number in (0, 1)")
     pca = d0 > dim
+    if complement_mean is None:
+        complement_mean = DEFAULT_COMPLEMENT_MEAN["gaussian" if gaussian else "laplace"]
+    elif not isinstance(complement_mean, bool):
+        raise InvalidParameterError("complement_mean", complement_mean, "True, False or None")
+    full = pca and complement_mean  # the mean in the whole basis (else in the subspace)
     share = float(projection_share) if pca else 0.0
     steps = 1 + t  # moment round + Lloyd rounds (each group in parallel)
-    sizes_of = {"second_moment": d0 * (d0 + 1) // 2, "moments": 2 * dim,
+    sizes_of = {"second_moment": d0 * (d0 + 1) // 2,
+                "moments": (d0 if full else dim) + dim,
                 "lloyd": q + q * dim}
     sens_of = {"second_moment": second_moment_sensitivity,
-               "moments": moment_sensitivity, "lloyd": lloyd_sensitivity}
+               "moments": lambda dm, norm: moment_sensitivity(
+                   dm, norm, mean_dim=d0 if full else dm),
+               "lloyd": lloyd_sensitivity}
     dims_of = {"second_moment": d0, "moments": dim, "lloyd": dim}
     used = (["second_moment"] if pca else []) + ["moments"] + (["lloyd"] if t else [])
     noise_plan: dict[str, dict[str, float]] = {}
@@ -413,7 +473,7 @@ def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
         mu = None
         mech = "laplace"
     return SubspacePlan(mechanism=mech, basis_dim=d0, subspace_dim=dim, cells=q, rounds=t,
-                        pca=pca, projection_share=share, noise=noise_plan, mu=mu,
+                        pca=pca, complement_mean=full, projection_share=share, noise=noise_plan, mu=mu,
                         event=event)
 
 
@@ -435,6 +495,12 @@ class SubspaceRelease:
         cell masses, or public draws from its DP Gaussian).
     means, variances : (k, d') arrays
         The moment round's released mean and per-coordinate variance of each group.
+    flat : (d',) bool array
+        Subspace directions whose released eigenvalue is below :func:`noise_floor`:
+        the summaries have no spread there (every atom at its group's mean).
+    complements : (k, d) array
+        Each group's released mean outside the subspace (unit coordinates; zeros
+        without ``complement_mean``): the atoms' component there is their weighted mean.
     secure : bool
         True when every noise draw came from the OS CSPRNG.
     seconds : float
@@ -446,6 +512,8 @@ class SubspaceRelease:
     weights: list[np.ndarray]
     means: np.ndarray
     variances: np.ndarray
+    complements: np.ndarray
+    flat: np.ndarray
     secure: bool
     seconds: float = 0.0
 
@@ -484,13 +552,32 @@ def _into_ball(points: np.ndarray, radius: float = RADIUS) -> np.ndarray:
     return points * scale
 
 
-def _subspace_of(released_upper: np.ndarray, d0: int, dim: int) -> np.ndarray:
-    """Top-``dim`` eigenvectors of the symmetrised released second moment: (d0, dim)."""
+def _subspace_of(released_upper: np.ndarray, d0: int, dim: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``dim`` eigenvectors (d0, dim) and eigenvalues (dim,) of the symmetrised
+    released second moment."""
     s = np.zeros((d0, d0))
     s[np.triu_indices(d0)] = released_upper
     s = s + s.T - np.diag(np.diag(s))
     vals, vecs = np.linalg.eigh(s)
-    return np.ascontiguousarray(vecs[:, np.argsort(vals)[::-1][:dim]])
+    top = np.argsort(vals)[::-1][:dim]
+    return np.ascontiguousarray(vecs[:, top]), vals[top]
+
+
+def noise_floor(plan: SubspacePlan) -> float:
+    r"""The released second moment's noise level in eigenvalue: :math:`2\sigma\sqrt{d_0}`.
+
+    :math:`\sigma` is the standard deviation of one released entry (Gaussian sigma, or
+    :math:`\sqrt2` times the Laplace scale); a symmetric noise matrix with such entries
+    has spectral norm about :math:`2\sigma\sqrt{d_0}` (the semicircle's edge), so a
+    released eigenvalue below it cannot be told from noise. Public.
+    """
+    step = plan.noise["second_moment"]
+    if plan.mechanism == "gaussian":
+        sd = step["sigma"]
+    else:
+        sd = math.sqrt(2.0) * step["sensitivity"] / step["epsilon"]
+    return 2.0 * sd * math.sqrt(plan.basis_dim)
 
 
 def _kmeans(points: np.ndarray, q: int, rng: np.random.Generator, iters: int = 25
@@ -556,23 +643,39 @@ def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.n
     b = np.eye(d) if basis is None else basis
     ys = [u @ b for u in units]
     ys = [_into_ball(y) for y in ys]  # exact no-op up to rounding; keeps the bound sharp
-    # 1. the subspace: DP second moment of the pooled groups (or the whole basis)
+    # 1. the subspace: DP second moment of the pooled groups (or the whole basis).
+    # Directions whose released eigenvalue is below the noise floor carry no signal we
+    # can tell apart: the summaries keep the group mean there (post-processing).
     if plan.pca:
         pooled = np.concatenate(ys, axis=0)
         released = add_noise("second_moment", second_moment_statistic(pooled))
-        v = _subspace_of(released, plan.basis_dim, plan.subspace_dim)
+        v, eigenvalues = _subspace_of(released, plan.basis_dim, plan.subspace_dim)
+        flat = eigenvalues <= noise_floor(plan)
+        flat[0] = False  # the top direction is always kept
     else:
         v = np.eye(plan.basis_dim)
+        flat = np.zeros(plan.basis_dim, dtype=bool)
     zs = [_into_ball(y @ v) for y in ys]
     dim = v.shape[1]
-    # 2. per group: DP mean and per-coordinate variance (n_i public)
+    # 2. per group: DP mean (in the whole basis with complement_mean) and per-coordinate
+    # variance in the subspace (n_i public)
     means = np.zeros((len(zs), dim))
     variances = np.zeros((len(zs), dim))
-    for i, z in enumerate(zs):
-        mom = add_noise("moments", moment_statistic(z))
-        mean = _into_ball(mom[:dim] / sizes[i])
+    complements = np.zeros((len(zs), d))
+    for i, (y, z) in enumerate(zip(ys, zs, strict=True)):
+        if plan.complement_mean:
+            mom = add_noise("moments", moment_statistic(y, v))
+            mean_y = _into_ball(mom[:plan.basis_dim] / sizes[i])
+            mean = mean_y @ v
+            complements[i] = (mean_y - v @ mean) @ b.T  # outside the subspace, in R^d
+            second = mom[plan.basis_dim:]
+        else:
+            mom = add_noise("moments", moment_statistic(z))
+            mean = _into_ball(mom[:dim] / sizes[i])
+            second = mom[dim:]
         means[i] = mean
-        variances[i] = np.maximum(mom[dim:] / sizes[i] - mean**2, VARIANCE_FLOOR)
+        variances[i] = np.maximum(second / sizes[i] - mean**2, VARIANCE_FLOOR)
+        variances[i, flat] = 0.0  # no spread where the subspace is noise
     atoms: list[np.ndarray] = []
     weights: list[np.ndarray] = []
     for i, z in enumerate(zs):
@@ -595,6 +698,7 @@ def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.n
             ok = counts > floor
             new = centres.copy()
             new[ok] = _into_ball(sums[ok] / counts[ok, None])
+            new[:, flat] = means[i, flat]  # no spread where the subspace is noise
             centres, mass = new, np.maximum(counts, 0.0)
         if mass.sum() <= 0:  # every cell's noisy count <= 0: the Gaussian stands in
             atoms.append(draws)
@@ -604,5 +708,7 @@ def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.n
             atoms.append(centres[keep])
             weights.append(mass[keep] / mass[keep].sum())
     return SubspaceRelease(projection=b @ v, atoms=atoms, weights=weights, means=means,
-                           variances=variances, secure=add_noise.secure,
+                           variances=variances, complements=complements,
+                           flat=flat,
+                           secure=add_noise.secure,
                            seconds=time.perf_counter() - t_start)

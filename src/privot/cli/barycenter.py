@@ -156,7 +156,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sub_opts.add_argument("--subspace-dim", type=int, default=None, metavar="D_PRIME",
                           help="dimension d' of the private subspace (top eigenvectors of "
                                "a DP second moment when D0 > d'; default: the library's "
-                               "rule, min(D0, 4))")
+                               "rule of epsilon * n, 3 to 8, at most D0)")
     sub_opts.add_argument("--cells", type=int, default=None,
                           help="Lloyd centres per group (default: the library's rule of "
                                "epsilon * n and m)")
@@ -165,7 +165,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sub_opts.add_argument("--projection-share", type=positive_float, default=None,
                           metavar="SHARE",
                           help="share of the budget spent on the DP second moment, in "
-                               "(0, 1) (default: the library's, 0.2)")
+                               "(0, 1) (default: 0.35 with --delta, 0.5 without)")
     p.add_argument("--reg", type=positive_float, default=1e-3,
                    help="entropic regularisation of the barycenter solver "
                         "(default: %(default)s)")
