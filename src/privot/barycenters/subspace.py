@@ -473,8 +473,8 @@ def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
         mu = None
         mech = "laplace"
     return SubspacePlan(mechanism=mech, basis_dim=d0, subspace_dim=dim, cells=q, rounds=t,
-                        pca=pca, complement_mean=full, projection_share=share, noise=noise_plan, mu=mu,
-                        event=event)
+                        pca=pca, complement_mean=full, projection_share=share,
+                        noise=noise_plan, mu=mu, event=event)
 
 
 # ------------------------------------------------------------------------------------
