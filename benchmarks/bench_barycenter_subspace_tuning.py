@@ -120,7 +120,8 @@ def check_defaults(rows, name, groups, bounds, m, eps, delta, seeds, base, n) ->
     complement mean on and off."""
     variants = {"default": {}, "share0.2": {"projection_share": 0.2},
                 "share0.5": {"projection_share": 0.5}, "dim8": {"subspace_dim": 8},
-                "rounds2": {"rounds": 2}, "complement_on": {"complement_mean": True},
+                "rounds2": {"rounds": 2}, "mean_only": {"subspace_dim": 0},
+                "complement_on": {"complement_mean": True},
                 "complement_off": {"complement_mean": False}}
     for label, kw in variants.items():
         c = run(groups, bounds, m, eps, delta, seeds, **kw)

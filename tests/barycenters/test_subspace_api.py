@@ -203,7 +203,8 @@ _Q5 = np.linalg.qr(np.random.default_rng(4).normal(size=(D, 3)))[0]
     ({"projection_share": 0.0}, "projection_share"),
     ({"subspace_dim": D + 1}, "subspace_dim"),
     ({"subspace_dim": 4, "basis": _Q5}, "subspace_dim"),  # > d0 = 3
-    ({"subspace_dim": 0}, "subspace_dim"),
+    ({"subspace_dim": -1}, "subspace_dim"),
+    ({"subspace_dim": 0, "cells": 3}, "subspace_dim"),  # 0 is the mean only
     ({"basis": np.eye(D + 1)}, "basis"),
     ({"basis": np.eye(D)[:, :0]}, "basis"),
     ({"basis": 2 * _Q5}, "basis"),
@@ -276,7 +277,11 @@ def test_directions_below_the_noise_floor_carry_no_spread(cells):
     assert not rel.flat[0] and rel.flat.any()
     atoms = rel.atoms[0]
     assert np.all(rel.variances[0, rel.flat] == 0)
-    assert np.allclose(atoms[:, rel.flat], rel.means[0, rel.flat], atol=1e-12)
+    # public draws outside the ball are projected radially onto it (every coordinate
+    # scaled): the others sit exactly at the mean in the flat directions
+    inside = np.linalg.norm(atoms, axis=1) < 0.5 - 1e-9
+    assert inside.sum() > len(atoms) // 2
+    assert np.allclose(atoms[inside][:, rel.flat], rel.means[0, rel.flat], atol=1e-12)
     assert np.ptp(atoms[:, 0]) > 0.3  # the signal direction keeps its spread
 
 
@@ -287,3 +292,28 @@ def test_no_direction_is_flat_without_a_second_moment():
     rel = subspace_release([x], plan=plan, basis=None, sizes=[500], m=4,
                            rng=np.random.default_rng(3))
     assert not rel.flat.any()
+
+
+@pytest.mark.parametrize("delta", [None, 1e-6])
+def test_subspace_dim_zero_releases_the_mean_only(delta):
+    """d' = 0: one moment round with the sum in the whole basis; every atom at the
+    (weighted) DP mean of the groups."""
+    rng = np.random.default_rng(13)
+    groups = [rng.uniform(0.1, 0.4, size=(3000, 6)), rng.uniform(0.5, 0.9, size=(3000, 6))]
+    res = private_barycenter(groups, bounds=PublicBounds.box(np.zeros(6), np.ones(6)), m=5,
+                             epsilon=50.0, delta=delta, method="subspace", subspace_dim=0,
+                             rng=rng)
+    plan = res.params["subspace"]
+    assert plan["subspace_dim"] == 0 and plan["cells"] == 1 and plan["rounds"] == 0
+    assert set(plan["noise"]) == {"moments"} and plan["complement_mean"]
+    assert np.ptp(res.support, axis=0).max() == 0  # all atoms equal
+    np.testing.assert_allclose(res.support[0], 0.475, atol=0.01)  # (0.25 + 0.7) / 2
+
+
+def test_pure_default_is_the_mean_only_below_800():
+    small = plan_subspace(sizes=[500], m=4, d0=10, budget=PrivacyCost(1.0))
+    large = plan_subspace(sizes=[5000], m=4, d0=10, budget=PrivacyCost(1.0))
+    gauss = plan_subspace(sizes=[500], m=4, d0=10, budget=PrivacyCost(1.0, 1e-6))
+    assert small.subspace_dim == 0 and large.subspace_dim >= 3 and gauss.subspace_dim >= 3
+    asked = plan_subspace(sizes=[500], m=4, d0=10, budget=PrivacyCost(1.0), cells=3)
+    assert asked.subspace_dim >= 3 and asked.rounds == 1  # cells asked: not the mean only

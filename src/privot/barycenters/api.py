@@ -771,6 +771,10 @@ def _subspace_barycenter(units: list[np.ndarray], plan: SubspacePlan,
         bar.update(1)
     finally:
         bar.close()
+    if plan.subspace_dim == 0:  # the mean only: every atom at the groups' weighted mean
+        support = np.repeat((beta @ rel.complements)[None], m, axis=0)
+        return support, {"summary_atoms": [1] * len(units),
+                         "seconds_summaries": rel.seconds}, rel.secure
     public = gen if gen is not None else np.random.default_rng()
     pts, wts = rel.atoms, rel.weights
     total = sum(len(x) for x in pts)

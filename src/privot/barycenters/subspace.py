@@ -271,19 +271,29 @@ def lloyd_sensitivity(dim: int, norm: str, radius: float = RADIUS) -> float:
 #: of its released count (chosen on the tuning sets: 6 was within 3% of the best number
 #: of cells in 22 of 24 settings; benchmarks/README.md).
 CELL_COUNT_DEVIATIONS = 6.0
+#: With Laplace noise and ``eps n`` below this, the default releases each group's DP
+#: mean only (``subspace_dim = 0``; measured on the tuning sets).
+MEAN_ONLY_BELOW = 800.0
 
 
-def default_subspace_dim(n: int, *, d0: int, epsilon: float, delta: float) -> int:
+def default_subspace_dim(n: int, *, d0: int, epsilon: float, delta: float,
+                         mean_only: bool = True) -> int:
     r"""Default ``d'`` from public quantities: it grows with :math:`s = \varepsilon n`.
 
     Gaussian noise (``delta > 0``): ``min(d0, clip(round(log2(s) - 4), 3, 6))``; Laplace
-    noise: ``min(d0, clip(round(log2(s) - 3), 3, 8))``. Larger subspaces won as ``s``
-    grew on every tuning set (``benchmarks/bench_barycenter_subspace_tuning.py``), more
-    so with the noisier pure second moment.
+    noise: ``min(d0, clip(round(log2(s) - 3), 3, 8))``, and 0 (each group's DP mean
+    only, the whole budget on it) for ``s < MEAN_ONLY_BELOW``. Larger subspaces won as
+    ``s`` grew on every tuning set (``benchmarks/bench_barycenter_subspace_tuning.py``),
+    more so with the noisier pure second moment; with Laplace noise the mean alone won
+    in all 8 tuning settings with ``s <= 696`` and lost in 5 of 7 above 800.
+    ``mean_only=False`` (the caller asked for Lloyd cells or rounds) skips that case.
     """
-    log_s = math.log2(max(epsilon * n, 1.0))
+    s = epsilon * n
+    log_s = math.log2(max(s, 1.0))
     if delta > 0:
         return int(min(d0, min(6, max(3, round(log_s - 4)))))
+    if mean_only and s < MEAN_ONLY_BELOW:
+        return 0
     return int(min(d0, min(8, max(3, round(log_s - 3)))))
 
 
@@ -399,10 +409,17 @@ def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
         raise InvalidParameterError("projection_share", projection_share,
                                     "a number in (0, 1)")
     n = min(sizes)
-    dim = (default_subspace_dim(n, d0=d0, epsilon=budget.epsilon, delta=budget.delta)
+    # the mean-only default (d' = 0) only when the caller asked for no cells or rounds
+    dim = (default_subspace_dim(n, d0=d0, epsilon=budget.epsilon, delta=budget.delta,
+                                mean_only=cells in (None, 1) and rounds in (None, 0))
            if subspace_dim is None
-           else check_int(subspace_dim, "subspace_dim", minimum=1, maximum=d0))
+           else check_int(subspace_dim, "subspace_dim", minimum=0, maximum=d0))
     t = None if rounds is None else check_int(rounds, "rounds", minimum=0, maximum=100)
+    if dim == 0:  # the mean only: one cell, no round, the sum in the whole basis
+        if cells not in (None, 1) or rounds not in (None, 0):
+            raise InvalidParameterError("subspace_dim", 0, ">= 1 with Lloyd cells or rounds "
+                                        "(0 releases each group's mean only)")
+        cells, t, complement_mean = 1, 0, True
     if cells is None:
         # the round budget the cells would get with t Lloyd rounds (1 by default)
         rest = 1.0 - (float(projection_share) if d0 > dim else 0.0)
@@ -422,12 +439,13 @@ def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
     elif t == 0:
         raise InvalidParameterError("rounds", rounds, f">= 1 when cells = {q} > 1 (the "
                                     "cells are found by Lloyd rounds)")
-    pca = d0 > dim
+    pca = d0 > dim > 0
     if complement_mean is None:
         complement_mean = DEFAULT_COMPLEMENT_MEAN["gaussian" if gaussian else "laplace"]
     elif not isinstance(complement_mean, bool):
         raise InvalidParameterError("complement_mean", complement_mean, "True, False or None")
-    full = pca and complement_mean  # the mean in the whole basis (else in the subspace)
+    # the mean in the whole basis (else in the subspace)
+    full = (pca and complement_mean) or dim == 0
     share = float(projection_share) if pca else 0.0
     steps = 1 + t  # moment round + Lloyd rounds (each group in parallel)
     sizes_of = {"second_moment": d0 * (d0 + 1) // 2,
@@ -652,9 +670,9 @@ def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.n
         v, eigenvalues = _subspace_of(released, plan.basis_dim, plan.subspace_dim)
         flat = eigenvalues <= noise_floor(plan)
         flat[0] = False  # the top direction is always kept
-    else:
-        v = np.eye(plan.basis_dim)
-        flat = np.zeros(plan.basis_dim, dtype=bool)
+    else:  # the whole basis (d' = d0), or no subspace at all (d' = 0: the mean only)
+        v = np.eye(plan.basis_dim)[:, :plan.subspace_dim]
+        flat = np.zeros(plan.subspace_dim, dtype=bool)
     zs = [_into_ball(y @ v) for y in ys]
     dim = v.shape[1]
     # 2. per group: DP mean (in the whole basis with complement_mean) and per-coordinate
