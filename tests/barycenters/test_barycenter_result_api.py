@@ -18,7 +18,7 @@ pytest.importorskip("matplotlib")
 BOX = PublicBounds.box([0.0, 0.0], [1.0, 1.0])
 #: The CLI's settings (privot barycenter defaults), so that the library run below
 #: makes the same release under the same seed.
-SETTINGS = {"m": 6, "epsilon": 1.0, "delta": None, "method": "coreset",
+SETTINGS = {"m": 6, "epsilon": 1.0, "delta": None, "method": "auto",
             "population_size": None, "projection_dim": "auto", "splits": None,
             "iterations": 1, "calibration": "analytic", "reg": 1e-3, "placement": "scaled",
             "region": None}

@@ -317,3 +317,23 @@ def test_pure_default_is_the_mean_only_below_800():
     assert small.subspace_dim == 0 and large.subspace_dim >= 3 and gauss.subspace_dim >= 3
     asked = plan_subspace(sizes=[500], m=4, d0=10, budget=PrivacyCost(1.0), cells=3)
     assert asked.subspace_dim >= 3 and asked.rounds == 1  # cells asked: not the mean only
+
+
+@pytest.mark.parametrize("method", ["subspace", "coreset", "perturbation"])
+@pytest.mark.parametrize("bad,name", [({"solver": "bogus"}, "solver"), ({"reg": -1.0}, "reg"),
+                                      ({"n_outer": 0}, "n_outer"), ({"polish": -3}, "polish")])
+def test_solver_parameters_are_refused_before_the_charge(method, bad, name):
+    """A refusal after the charge would spend the budget and release nothing."""
+    acc = PrivacyAccountant(5.0, 1e-3)
+    extra = {"delta": 1e-5} if method == "perturbation" else {}
+    with pytest.raises(InvalidParameterError) as err:
+        _run(method=method, accountant=acc, **extra, **bad)
+    assert err.value.name == name and len(acc.ledger) == 0
+
+
+@pytest.mark.parametrize("delta", [None, 1e-12])
+def test_a_budget_too_small_for_the_sampler_is_refused_before_the_charge(delta):
+    acc = PrivacyAccountant(1.0, 1e-3)
+    with pytest.raises(InvalidParameterError) as err:
+        _run(epsilon=1e-12, delta=delta, accountant=acc)
+    assert err.value.name == "epsilon" and len(acc.ledger) == 0

@@ -11,9 +11,15 @@ r"""Public entry point of papers 000 and 001: :func:`private_barycenter`.
       --(Alg. 4 SupportPoints with mu'_i in R^d)--> nu --(from_unit)--> support
 
     method="perturbation" (paper 000 Alg. 1, paper 001 Thm 5 + Prop. 6), (eps, delta)-DP:
-      groups --> unit ball --(split into k' parts)--> anchor a_0 (private coreset
-      barycenter with a fraction of eps, or public atoms)
-      --(T noisy anchored steps, Gaussian, Delta_2 = sqrt(m) max beta_i / k')--> support
+      groups --> unit ball --> anchor a_0 (private coreset barycenter with a fraction of
+      eps, or public atoms)
+      step="lloyd" (default): --(power cells balanced on the coreset, B noisy count
+      rounds, T noisy Lloyd steps (R counts, sums), Gaussian, Delta_2 = 2R)--> support
+      step="anchored": --(split into k' parts; T noisy anchored steps, Gaussian,
+      Delta_2 = sqrt(m) max beta_i / k')--> support
+
+    method="subspace" (high dimension), eps-DP or (eps, delta)-DP: see
+    :mod:`privot.barycenters.subspace`.
 
 With ``population_size`` the groups are a uniform sample (without replacement) of a
 larger population and the budget is stated on the population: the mechanism runs at
@@ -47,6 +53,7 @@ from privot._validation import (
     check_epsilon,
     check_int,
     check_points,
+    check_positive,
     check_weights,
 )
 from privot.barycenters.coresets import (
@@ -58,6 +65,11 @@ from privot.barycenters.coresets import (
 )
 from privot.barycenters.engine_step import CoresetLeafCounts
 from privot.barycenters.geometry import PublicBounds
+from privot.barycenters.lloyd_perturbation import (
+    DEFAULT_BALANCING_ROUNDS,
+    lloyd_perturbation,
+    plan_lloyd,
+)
 from privot.barycenters.perturbation import (
     CALIBRATIONS,
     check_perturbation_inputs,
@@ -75,6 +87,7 @@ from privot.barycenters.subspace import (
 )
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.ot import (
+    BARYCENTER_METHODS,
     free_support_barycenter,
     gaussian_jl_matrix,
     solution_weights,
@@ -99,6 +112,11 @@ AUTO_CORESET_MAX_DIM = 2
 #: default k', 3 seeds): cost / non-private 1.58 with 0.2, 1.78 with 0.5, 2.0 with 0.8 at
 #: n = 50,000; 3.5, 3.7, 6.2 at n = 5,000.
 DEFAULT_ANCHOR_FRACTION = 0.25
+#: Share of the sample budget the noisy Lloyd steps' coreset anchor gets (issue 15's
+#: prototype: half; see benchmarks/README.md for the measurement).
+DEFAULT_LLOYD_ANCHOR_FRACTION = 0.5
+#: The released statistics of ``method="perturbation"``.
+PERTURBATION_STEPS = ("lloyd", "anchored")
 #: Default cap on each group's coreset size (the paper subsamples its coresets "which
 #: increases cost by a negligible amount, but significantly improves the runtime"):
 #: US places, n = 200,000: cost 2.348 with 50,000 points against 2.353 with all of them,
@@ -364,7 +382,8 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
                                  on_failure="fallback")  # Alg. 3
         support = support_points(pts, plans, p=p, group_weights=beta)  # Alg. 4, in R^d
     t2 = time.perf_counter()
-    diag = {"coreset_sizes": n_points,
+    diag = {"_coreset_atoms": (list(pts), None if wts is None else list(wts)),
+            "coreset_sizes": n_points,
             "solver_atoms": [len(x) for x in pts],
             "atom_levels": levels,
             "coreset_depths": [c.depth for c in cores],
@@ -387,7 +406,9 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                        projection_dim: int | str | None = "auto",
                        splits: int | None = None, iterations: int = DEFAULT_ITERATIONS,
                        anchor: np.ndarray | None = None,
-                       anchor_fraction: float = DEFAULT_ANCHOR_FRACTION,
+                       anchor_fraction: float | None = None,
+                       step: str = "lloyd",
+                       balancing_rounds: int = DEFAULT_BALANCING_ROUNDS,
                        calibration: str = "analytic",
                        reg: float = 1e-3, solver: str = "sinkhorn", n_outer: int = 50,
                        n_inner: int = 100, polish: int | None = None,
@@ -453,8 +474,17 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     anchor : (m, d) array, optional
         Public anchor atoms for ``"perturbation"`` (caller coordinates). Default: a
         private-coreset barycenter bought with ``anchor_fraction`` of the sample epsilon.
-    anchor_fraction : float
-        In (0, 1); default :data:`DEFAULT_ANCHOR_FRACTION` (measured).
+    anchor_fraction : float, optional
+        In (0, 1); default :data:`DEFAULT_LLOYD_ANCHOR_FRACTION` for ``step="lloyd"``,
+        :data:`DEFAULT_ANCHOR_FRACTION` for ``step="anchored"`` (both measured).
+    step : {"lloyd", "anchored"}
+        ``"perturbation"``'s released statistic. ``"lloyd"`` (default): noisy Lloyd
+        steps on each group's power cells, balanced on the private coreset
+        (:mod:`privot.barycenters.lloyd_perturbation`); ``"anchored"``: the anchored
+        barycentric step over ``splits`` parts (:mod:`privot.barycenters.perturbation`).
+    balancing_rounds : int
+        ``step="lloyd"``: private balancing rounds of the cell counts before each step
+        (0 to 10; default :data:`~privot.barycenters.lloyd_perturbation.DEFAULT_BALANCING_ROUNDS`).
     calibration : {"analytic", "classic"}
         Gaussian calibration of ``"perturbation"`` (``"classic"`` is the paper's
         :math:`\sigma^2 = 2m\ln(1.25/\delta)/(\varepsilon k)^2`).
@@ -591,8 +621,14 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         beta = check_weights(group_weights, k, "group_weights")
     if calibration not in CALIBRATIONS:
         raise InvalidParameterError("calibration", calibration, f"one of {CALIBRATIONS}")
-    if not (0 < anchor_fraction < 1):
+    if step not in PERTURBATION_STEPS:
+        raise InvalidParameterError("step", step, f"one of {PERTURBATION_STEPS}")
+    if anchor_fraction is None:
+        anchor_fraction = (DEFAULT_LLOYD_ANCHOR_FRACTION if step == "lloyd"
+                           else DEFAULT_ANCHOR_FRACTION)
+    if not (isinstance(anchor_fraction, (int, float)) and 0 < anchor_fraction < 1):
         raise InvalidParameterError("anchor_fraction", anchor_fraction, "a number in (0, 1)")
+    check_int(balancing_rounds, "balancing_rounds", minimum=0, maximum=10)
     d = bounds.dim
     if projection_dim == "auto":
         dp = default_projection_dim(min(sizes), d, p=p)
@@ -653,6 +689,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     _check_usable_groups([repr(key) for key in group_keys], sizes, n_unusable, n_outside,
                          hint)
 
+    _check_solver(solver, reg, n_outer, n_inner, polish)  # before any charge
     sample = _sample_budget(eps, dlt, sizes, population_size)
     gen = as_generator(rng) if rng is not None else None
     plan: SubspacePlan | None = None
@@ -708,6 +745,8 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         support_u, diag, secure = _subspace_barycenter(
             unit_rows, plan, subspace_basis, sizes, m=mm, p=p, beta=beta, solver=solver_kw,
             gen=gen, show=show)
+        for unused in ("placement", "max_atoms"):  # the coreset's, not this method's
+            params.pop(unused, None)
         params.update({"subspace": plan.to_dict(),
                        "basis": ("identity" if basis is None else
                                  basis if isinstance(basis, str) else "caller"),
@@ -716,37 +755,53 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         support_u, diag, secure = _coreset_barycenter(
             make, sizes, m=mm, epsilon=sample.epsilon, p=p, projection_dim=dp, beta=beta,
             solver=solver_kw, coreset=coreset_kw, gen=gen, max_atoms=max_atoms, show=show)
+        diag.pop("_coreset_atoms")
     else:
         diag = {}
         secure = True
+        proxies = None
         if anchor is None:
             anchor_u, diag, secure = _coreset_barycenter(
                 make, sizes, m=mm, epsilon=eps_anchor, p=p, projection_dim=dp, beta=beta,
                 solver=solver_kw, coreset=coreset_kw, gen=gen, max_atoms=max_atoms,
                 show=show, label="anchor coresets")
+            core_pts, core_wts = diag.pop("_coreset_atoms")
+            if core_wts is None:  # max_atoms=None: one unit-weight atom per coreset point
+                core_wts = [np.ones(len(x)) for x in core_pts]
+            proxies = list(zip(core_pts, core_wts, strict=True))  # released with the anchor
         else:
             anchor_u, _ = bounds.to_unit(anchor)
-        proj = (None if dp is None else
-                gaussian_jl_matrix(d, dim=dp, rng=gen if gen is not None
-                                   else np.random.default_rng()))
+        params.update({"step": step, "anchor": "public" if anchor is not None else "coreset",
+                       "anchor_epsilon": eps_anchor,
+                       "perturbation_epsilon": sample.epsilon - eps_anchor})
         bar = progress_bar(show, total=1, desc="output perturbation", unit="release")
         try:
-            rel = output_perturbation(units, anchor_u, epsilon=sample.epsilon - eps_anchor,
-                                      delta=sample.delta, splits=kp, iterations=iterations,
-                                      group_weights=beta, calibration=calibration,
-                                      projection=proj, rng=gen)
+            if step == "lloyd":
+                lplan = plan_lloyd(m=mm, dim=d, epsilon=sample.epsilon - eps_anchor,
+                                   delta=sample.delta, balancing_rounds=balancing_rounds,
+                                   steps=iterations)
+                rel_l = lloyd_perturbation(unit_rows, anchor_u, plan=lplan,
+                                           group_weights=beta, proxies=proxies, rng=gen)
+                support_u, secure = rel_l.support, secure and rel_l.secure
+                params.update({"lloyd": lplan.to_dict(), "iterations": iterations})
+            else:
+                proj = (None if dp is None else
+                        gaussian_jl_matrix(d, dim=dp, rng=gen if gen is not None
+                                           else np.random.default_rng()))
+                rel = output_perturbation(units, anchor_u,
+                                          epsilon=sample.epsilon - eps_anchor,
+                                          delta=sample.delta, splits=kp,
+                                          iterations=iterations, group_weights=beta,
+                                          calibration=calibration, projection=proj, rng=gen)
+                support_u, secure = rel.support, secure and rel.secure
+                diag["perturbation"] = rel.curator_only  # exact, data-dependent
+                _warn_if_noise_dominates(rel.sigma, d, k, kp)
+                params.update({"splits": kp, "iterations": rel.iterations,
+                               "sigma": rel.sigma, "sensitivity": rel.sensitivity,
+                               "calibration": calibration})
             bar.update(1)
         finally:
             bar.close()
-        support_u = rel.support
-        secure = secure and rel.secure
-        diag["perturbation"] = rel.curator_only  # exact, data-dependent: curator-only
-        _warn_if_noise_dominates(rel.sigma, d, k, kp)
-        params.update({"splits": kp, "iterations": rel.iterations, "sigma": rel.sigma,
-                       "sensitivity": rel.sensitivity, "calibration": calibration,
-                       "anchor": "public" if anchor is not None else "coreset",
-                       "anchor_epsilon": eps_anchor,
-                       "perturbation_epsilon": sample.epsilon - eps_anchor})
     # the bounds are convex and public: projecting the atoms onto them is post-processing
     # and never moves an atom away from any point inside them
     support, _ = bounds.clip(bounds.from_unit(support_u))
@@ -756,6 +811,19 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         cost=PrivacyCost(eps, dlt), sample_cost=sample, relation=Neighbouring.REPLACE_ONE,
         secure=secure, bounds=bounds, n_clipped=tuple(n_outside),
         n_unusable=tuple(n_unusable), params=params, diagnostics=diag)
+
+
+def _check_solver(solver: object, reg: object, n_outer: object, n_inner: object,
+                  polish: object) -> None:
+    """The barycenter solver's parameters, as the solver checks them, before the charge
+    (a refusal after it would spend the budget and release nothing)."""
+    if not isinstance(solver, str) or solver not in BARYCENTER_METHODS:
+        raise InvalidParameterError("solver", solver, f"one of {BARYCENTER_METHODS}")
+    check_positive(reg, "reg")
+    check_int(n_outer, "n_outer", minimum=1)
+    check_int(n_inner, "n_inner", minimum=1)
+    if polish is not None:
+        check_int(polish, "polish", minimum=0)
 
 
 def _subspace_barycenter(units: list[np.ndarray], plan: SubspacePlan,

@@ -72,6 +72,7 @@ __all__ = [
     "SubspaceRelease",
     "check_basis",
     "dct_basis",
+    "gaussian_step",
     "count_deviation",
     "default_cells",
     "default_subspace_dim",
@@ -209,7 +210,7 @@ def moment_statistic(y: np.ndarray, v: np.ndarray | None = None) -> np.ndarray:
     per-coordinate second moments in the subspace. ``v`` None: :math:`V = I`,
     ``y`` (n, d') -> (2 d',).
     """
-    z = y if v is None else y @ v
+    z = y if v is None else _into_ball(y @ v)  # |z| <= R exactly, not up to rounding
     return np.concatenate([y.sum(axis=0), (z * z).sum(axis=0)])
 
 
@@ -227,24 +228,36 @@ def moment_sensitivity(dim: int, norm: str, radius: float = RADIUS,
     return 2 * radius * math.sqrt(dim if mean_dim is None else mean_dim) + 2 * radius**2
 
 
-def nearest_cells(z: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """Index of each point's nearest centre (ties to the lowest index): (n,) ints."""
+def nearest_cells(z: np.ndarray, centres: np.ndarray,
+                  power: np.ndarray | None = None) -> np.ndarray:
+    r"""Each point's cell: :math:`\arg\min_j |z - c_j|^2 - \psi_j` (ties to the lowest
+    index), ``power`` :math:`\psi` (q,) the power-diagram weights (None: 0, the Voronoi
+    cells of the centres). ``z`` (n, d), ``centres`` (q, d) -> (n,) ints. Processed in
+    blocks of rows (memory ``O(block q)``)."""
     if len(z) == 0:
         return np.zeros(0, dtype=np.intp)
-    d2 = ((z[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
-    return np.argmin(d2, axis=1)
+    out = np.empty(len(z), dtype=np.intp)
+    sq = (centres**2).sum(axis=1) - (0.0 if power is None else power)
+    block = max(1, 2_000_000 // max(len(centres), 1))
+    for start in range(0, len(z), block):
+        part = z[start:start + block]
+        # |z - c|^2 - psi = |z|^2 - 2 z.c + |c|^2 - psi; |z|^2 is the same for every c
+        out[start:start + block] = np.argmin(sq[None, :] - 2.0 * part @ centres.T, axis=1)
+    return out
 
 
-def lloyd_statistic(z: np.ndarray, centres: np.ndarray, radius: float = RADIUS
-                    ) -> np.ndarray:
+def lloyd_statistic(z: np.ndarray, centres: np.ndarray, radius: float = RADIUS,
+                    power: np.ndarray | None = None) -> np.ndarray:
     r"""One Lloyd round's statistic: :math:`(R\,c_1, \dots, R\,c_q, s_1, \dots, s_q)`.
 
-    :math:`c_j` is the number and :math:`s_j \in R^{d'}` the sum of the points whose
-    nearest centre is ``centres[j]``. ``z`` (n, d'), ``centres`` (q, d') ->
-    (q + q d',). The cells are a function of the (released) centres only.
+    :math:`c_j` is the number and :math:`s_j \in R^{d'}` the sum of the points in cell
+    ``j`` (:func:`nearest_cells` of ``centres`` and the power weights ``power``).
+    ``z`` (n, d'), ``centres`` (q, d') -> (q + q d',). The cells are a function of the
+    (released) centres and weights only; the sensitivity holds for any partition fixed
+    by them.
     """
     q, dim = centres.shape
-    cell = nearest_cells(z, centres)
+    cell = nearest_cells(z, centres, power)
     counts = np.bincount(cell, minlength=q).astype(np.float64)
     sums = np.zeros((q, dim))
     np.add.at(sums, cell, z)
@@ -367,11 +380,32 @@ class SubspacePlan:
                 "noise": {k: dict(v) for k, v in self.noise.items()}, "mu": self.mu}
 
 
+#: The largest d0 whose second moment is released (memory: d0^2 floats twice).
+MAX_SECOND_MOMENT_DIM = 4096
+
+
+def _dry_run(mechanism: str, step: dict[str, float], size: int) -> None:
+    """Draw the step's noise once on zeros with a public generator: a sampler limit
+    (a budget so small that the noise overflows the grid) raises here, before the
+    charge, instead of after it. Data-independent."""
+    try:
+        if mechanism == "gaussian":
+            noise.secure_gaussian(np.zeros(1), step["sigma"], rng=np.random.default_rng(0),
+                                  grid_exponent=int(step["grid_exponent"]))
+        else:
+            laplace_mechanism(np.zeros(size), sensitivity=step["sensitivity"],
+                              epsilon=step["epsilon"], rng=np.random.default_rng(0))
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(
+            "epsilon", step.get("epsilon", step.get("mu")),
+            f"a budget whose noise the secure sampler can draw ({exc})") from exc
+
+
 def _round_up(x: float) -> float:
     return math.nextafter(x, math.inf)
 
 
-def _gaussian_step(sensitivity: float, size: int, mu: float) -> dict[str, float]:
+def gaussian_step(sensitivity: float, size: int, mu: float) -> dict[str, float]:
     """Sigma of one Gaussian step at GDP ``mu``, on the secure sampler's grid.
 
     The grid :math:`2^{-k}` (as in :func:`~privot.privacy.mechanisms.gaussian_mechanism`)
@@ -464,13 +498,14 @@ def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
         for name in used:
             mu_step = (mu_total * math.sqrt(share) if name == "second_moment"
                        else mu_rest / math.sqrt(steps))
-            noise_plan[name] = _gaussian_step(sens_of[name](dims_of[name], "l2"),
+            noise_plan[name] = gaussian_step(sens_of[name](dims_of[name], "l2"),
                                               sizes_of[name], mu_step)
         times = {"second_moment": 1, "moments": 1, "lloyd": t}
         mu = math.sqrt(sum(times[k] * v["mu"] ** 2 for k, v in noise_plan.items()))
+        # mu <= mu_total up to the steps' upward rounding (a few ulps); the event states
+        # the larger. gdp_mu_for rounds mu_total down by far more than those ulps (about
+        # 1e-13 relative), so the stated mu still meets (epsilon, delta).
         mu = _round_up(mu)
-        # mu <= mu_total up to the steps' upward rounding (relative 1e-15): the event
-        # states the larger, the description's safe side
         event: PrivacyEvent = GaussianEvent(1.0 / max(mu, mu_total), budget.epsilon,
                                             budget.delta)
         mech = "gaussian"
@@ -490,6 +525,13 @@ def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
         event = ComposedEvent(tuple(parts)) if len(parts) > 1 else parts[0]
         mu = None
         mech = "laplace"
+    if pca and d0 > MAX_SECOND_MOMENT_DIM:
+        raise InvalidParameterError(
+            "basis", f"d0 = {d0}", f"at most {MAX_SECOND_MOMENT_DIM} columns when a DP second "
+            "moment is released (its d0 (d0 + 1) / 2 entries): pass a smaller public "
+            "basis (basis='dct' with basis_dim, or an array)")
+    for name in used:  # the secure samplers' limits, on public shapes, before the charge
+        _dry_run(mech, noise_plan[name], sizes_of[name])
     return SubspacePlan(mechanism=mech, basis_dim=d0, subspace_dim=dim, cells=q, rounds=t,
                         pca=pca, complement_mean=full, projection_share=share,
                         noise=noise_plan, mu=mu, event=event)
