@@ -25,9 +25,11 @@ Rows:
   multiplicities as weights** (the same measure; the network-simplex steps on 200,000
   raw rows are very slow, see ``notes``);
 * private coreset (``method="coreset"``, eps-DP);
-* output perturbation (``method="perturbation"``, privot's anchored step) with
-  ``splits=1000`` (capped at n) as the paper, and with privot's default
-  ``splits=None`` (Thm 8's k'*);
+* output perturbation (``method="perturbation"``, ``step="anchored"``: privot's
+  anchored step) with ``splits=1000`` (capped at n) as the paper, and with
+  ``splits=None`` (Thm 8's k'*); and with ``step="lloyd"`` (noisy Lloyd steps, the
+  library's default since issue 15; row ``perturbation_lloyd``, not in the tables below
+  until the script is rerun);
 * for comparison only, the **paper's procedure as written**: the non-private barycenter
   of the k k' split parts plus Gaussian noise of std ``sqrt(m)/(k k') / mu`` at the
   sample budget (analytic calibration, as eps0 > 1 there; ``paper_sigma``'s classic
@@ -220,8 +222,10 @@ def run_case(groups, pops, bounds, eps, rng, *, with_paper: bool, delta_rule: st
     supports = {"nonprivate": nu}
     n = min(len(g) for g in groups)
     runs = [("coreset", "coreset", {}),
-            ("perturbation_k1000", "perturbation", {"splits": min(PAPER_SPLITS, n)}),
-            ("perturbation_default", "perturbation", {})]
+            ("perturbation_k1000", "perturbation",
+             {"step": "anchored", "splits": min(PAPER_SPLITS, n)}),
+            ("perturbation_default", "perturbation", {"step": "anchored"}),
+            ("perturbation_lloyd", "perturbation", {"step": "lloyd"})]
     for key, method, kw in runs:
         res, secs = private(groups, bounds, method, eps, pops, rng, delta_rule, **kw)
         supports[key] = res.support

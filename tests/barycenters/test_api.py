@@ -72,7 +72,9 @@ def test_perturbation_method_with_public_anchor_and_splitting():
     ref = _nonprivate(groups)
     anchor = np.asarray(CENTRES * 2) + 0.05  # public: not derived from the data
     res = private_barycenter(groups, bounds=BOX, m=8, epsilon=4.0, delta=1e-6,
-                             method="perturbation", anchor=anchor, splits=200, rng=3)
+                             method="perturbation", step="anchored", anchor=anchor,
+                             splits=200, rng=3)
+    assert res.params["step"] == "anchored"
     assert res.params["anchor"] == "public" and res.params["splits"] == 200
     assert res.params["anchor_epsilon"] == 0.0 and res.params["perturbation_epsilon"] == 4.0
     assert res.params["sensitivity"] == pytest.approx(math.sqrt(8) / 200)
@@ -82,20 +84,47 @@ def test_perturbation_method_with_public_anchor_and_splitting():
     assert ev["cost"] < evaluate_barycenter(groups, anchor)["cost"]
 
 
-def test_perturbation_default_anchor_splits_the_budget():
+@pytest.mark.parametrize("step, fraction", [(None, 0.5), ("lloyd", 0.5),
+                                            ("anchored", 0.25)])
+def test_perturbation_default_anchor_splits_the_budget(step, fraction):
     groups = _blobs(3000)
+    kw = {} if step is None else {"step": step}
     res = private_barycenter(groups, bounds=BOX, m=4, epsilon=2.0, delta=1e-5,
-                             method="perturbation", rng=4)
+                             method="perturbation", rng=4, **kw)
+    assert res.params["step"] == (step or "lloyd")  # lloyd: the default
     assert res.params["anchor"] == "coreset"
     assert res.params["anchor_epsilon"] + res.params["perturbation_epsilon"] == pytest.approx(2)
+    assert res.params["anchor_epsilon"] == pytest.approx(fraction * 2.0)  # the default share
     assert res.cost == PrivacyCost(2.0, 1e-5)
+    assert res.support.shape == (4, 2) and np.all(np.isfinite(res.support))
+    if res.params["step"] == "lloyd":
+        assert res.params["lloyd"]["balancing_rounds"] == 2
+        assert res.params["iterations"] == 1
+        for key in ("splits", "sigma", "sensitivity", "calibration"):
+            assert key not in res.params
+        assert "perturbation" not in res.diagnostics
+    else:
+        assert "lloyd" not in res.params and res.params["splits"] >= 1
+        assert "perturbation" in res.diagnostics
+
+
+def test_lloyd_step_balancing_rounds_and_public_anchor():
+    groups = _blobs(3000)
+    anchor = np.asarray(CENTRES) + 0.05  # public
+    res = private_barycenter(groups, bounds=BOX, m=4, epsilon=2.0, delta=1e-5,
+                             method="perturbation", anchor=anchor, balancing_rounds=0,
+                             rng=4)
+    assert res.params["step"] == "lloyd" and res.params["anchor"] == "public"
+    assert res.params["anchor_epsilon"] == 0.0 and res.params["perturbation_epsilon"] == 2.0
+    assert res.params["lloyd"]["balancing_rounds"] == 0
+    assert np.all(np.isfinite(res.support))
 
 
 def test_large_noise_warns():
     groups = _blobs(200)
     with pytest.warns(UserWarning, match="noise is large"):
         private_barycenter(groups, bounds=BOX, m=4, epsilon=0.5, delta=1e-5,
-                           method="perturbation", splits=1, rng=5)
+                           method="perturbation", step="anchored", splits=1, rng=5)
 
 
 def test_amplification_by_subsampling_raises_the_sample_budget():
@@ -172,9 +201,13 @@ def test_unequal_group_sizes_are_allowed():
     a, b = _blobs(800, seed=1)
     res = private_barycenter([a, b[:300]], bounds=BOX, m=4, epsilon=1.0, rng=11)
     assert res.params["group_sizes"] == [800, 300]
+    res = private_barycenter([a, b[:300]], bounds=BOX, m=4, epsilon=1.0, delta=1e-5,
+                             method="perturbation", rng=11)  # the lloyd step
+    assert res.params["step"] == "lloyd" and res.params["group_sizes"] == [800, 300]
+    assert res.support.shape == (4, 2) and np.all(np.isfinite(res.support))
     with pytest.warns(UserWarning, match="noise is large"):
         res = private_barycenter([a, b[:300]], bounds=BOX, m=4, epsilon=1.0, delta=1e-5,
-                                 method="perturbation", splits=3, rng=11)
+                                 method="perturbation", step="anchored", splits=3, rng=11)
     assert res.support.shape == (4, 2)
 
 
@@ -195,8 +228,14 @@ def test_clipped_points_are_counted():
     ({"method": "perturbation"}, InvalidParameterError, "delta"),
     ({"method": "perturbation", "delta": 1.0}, InvalidParameterError, "delta"),
     ({"method": "perturbation", "delta": 0.0}, InvalidParameterError, "delta"),
-    ({"method": "perturbation", "delta": 1e-5, "splits": 501}, InvalidParameterError,
-     "splits"),
+    ({"method": "perturbation", "delta": 1e-5, "step": "anchored", "splits": 501},
+     InvalidParameterError, "splits"),
+    ({"method": "perturbation", "delta": 1e-5, "step": "newton"}, InvalidParameterError,
+     "step"),
+    ({"method": "perturbation", "delta": 1e-5, "balancing_rounds": 11},
+     InvalidParameterError, "balancing_rounds"),
+    ({"method": "perturbation", "delta": 1e-5, "balancing_rounds": -1},
+     InvalidParameterError, "balancing_rounds"),
     ({"projection_dim": 0}, InvalidParameterError, "projection_dim"),
     ({"p": 0.5}, InvalidParameterError, "p"),
     ({"group_weights": [-0.5, 1.5]}, InvalidDataError, "group_weights"),
@@ -226,9 +265,10 @@ def test_bad_data_is_refused():
         private_barycenter([np.zeros((10, 3))], bounds=BOX, m=2, epsilon=1.0)
 
 
-def test_no_warning_in_the_good_regime():
+@pytest.mark.parametrize("kw", [{"step": "anchored", "splits": 500}, {}])
+def test_no_warning_in_the_good_regime(kw):
     groups = _blobs(20_000, k=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         private_barycenter(groups, bounds=BOX, m=4, epsilon=5.0, delta=1e-6,
-                           method="perturbation", splits=500, iterations=1, rng=13)
+                           method="perturbation", iterations=1, rng=13, **kw)

@@ -161,14 +161,15 @@ def test_progress_off_prints_nothing(capsys):
     assert out.out == "" and out.err == ""
 
 
-def test_progress_on_writes_bars_to_stderr(capsys):
+@pytest.mark.parametrize("step", ["lloyd", "anchored"])
+def test_progress_on_writes_bars_to_stderr(capsys, step):
     groups = [_clustered(800, 50), _clustered(600, 51)]
     private_barycenter(groups, bounds=BOX, m=4, epsilon=1.0, rng=0, progress=True)
     out = capsys.readouterr()
     assert out.out == ""
     assert "private coresets" in out.err and "barycenter" in out.err
     private_barycenter(groups, bounds=BOX, m=4, epsilon=4.0, delta=1e-5,
-                       method="perturbation", rng=0, progress=True)
+                       method="perturbation", step=step, rng=0, progress=True)
     err = capsys.readouterr().err
     assert "anchor coresets" in err and "output perturbation" in err
 

@@ -160,3 +160,34 @@ def test_degenerate_groups_still_give_finite_atoms(data):
                              group_weights=np.ones(1), proxies=[proxy], rng=rng)
     assert rel.support.shape == (4, 2) and np.all(np.isfinite(rel.support))
     assert np.all(np.linalg.norm(rel.support, axis=1) <= R + 1e-12)
+
+
+@pytest.mark.parametrize("kw", [{"m": 3, "balancing_rounds": 10}, {"m": 50}])
+def test_a_budget_too_small_for_the_sampler_is_refused_before_the_charge(kw):
+    """The plan and a draw of its noise on zeros come before the charge (a privacy
+    review found the release refused after it at eps = 1e-9)."""
+    from privot.barycenters import PublicBounds, private_barycenter
+    from privot.errors import InvalidParameterError
+    from privot.privacy import PrivacyAccountant
+
+    rng = np.random.default_rng(1)
+    groups = [rng.uniform(-1, 1, (200, 2)) for _ in range(2)]
+    acc = PrivacyAccountant(1.0, 1e-3)
+    with pytest.raises(InvalidParameterError) as err:
+        private_barycenter(groups, bounds=PublicBounds.box([-1, -1], [1, 1]),
+                           epsilon=1e-9, delta=1e-10, method="perturbation", rng=1,
+                           accountant=acc, **kw)
+    assert err.value.name == "epsilon" and len(acc.ledger) == 0
+
+
+def test_a_public_anchor_spends_nothing_on_balancing():
+    from privot.barycenters import PublicBounds, private_barycenter
+
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0, 1, (2000, 2))
+    res = private_barycenter(x, bounds=PublicBounds.box([0, 0], [1, 1]), m=4, epsilon=1.0,
+                             delta=1e-5, method="perturbation",
+                             anchor=rng.uniform(0, 1, (4, 2)), rng=rng)
+    plan = res.params["lloyd"]
+    assert plan["balancing_rounds"] == 0 and plan["balancing_noise"] is None
+    assert plan["step_share"] == 1.0

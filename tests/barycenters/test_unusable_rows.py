@@ -49,13 +49,15 @@ def test_leaf_counts_accept_unusable_rows_but_not_more_points_than_rows():
                                  epsilon=1.0, depth=1, rng=0)
 
 
-@pytest.mark.parametrize("method,delta", [("coreset", None), ("perturbation", 1e-5)])
-def test_a_group_with_no_usable_row_is_refused_before_any_charge(method, delta):
+@pytest.mark.parametrize("method,delta,kw", [("coreset", None, {}),
+                                             ("perturbation", 1e-5, {}),
+                                             ("perturbation", 1e-5, {"step": "anchored"})])
+def test_a_group_with_no_usable_row_is_refused_before_any_charge(method, delta, kw):
     acct = PrivacyAccountant(total_epsilon=10.0, total_delta=1e-3)
     nan = np.full((50, 2), np.nan)
     with pytest.raises(InvalidDataError, match="no usable row"):
         private_barycenter([_group(50), nan], bounds=BOX, m=2, epsilon=1.0, delta=delta,
-                           method=method, accountant=acct, rng=0)
+                           method=method, accountant=acct, rng=0, **kw)
     assert acct.spent.epsilon == 0.0
 
 
@@ -106,11 +108,13 @@ def test_release_dict_is_publishable_and_curator_report_holds_the_counts():
     assert set(both) == {"release", "curator_only"}
 
 
-def test_unusable_row_in_output_perturbation_gives_a_finite_release():
+@pytest.mark.parametrize("kw", [{}, {"step": "anchored", "splits": 10}])
+def test_unusable_row_in_output_perturbation_gives_a_finite_release(kw):
     x = _group(2_000)
     x[::97] = np.nan
     res = private_barycenter(x, bounds=BOX, m=4, epsilon=2.0, delta=1e-5,
-                             method="perturbation", splits=10, rng=0)
+                             method="perturbation", rng=0, **kw)
+    assert res.params["step"] == kw.get("step", "lloyd")
     assert np.all(np.isfinite(res.support))
     assert res.n_unusable == (int(np.ceil(2_000 / 97)),)
 
@@ -121,6 +125,15 @@ def test_perturbation_refusals_come_before_the_charge():
     acct = PrivacyAccountant(total_epsilon=10.0, total_delta=1e-3)
     with pytest.raises(InvalidParameterError):
         private_barycenter(_group(500), bounds=BOX, m=4, epsilon=4.0, delta=1e-5,
-                           method="perturbation", calibration="classic", splits=5,
-                           accountant=acct, rng=0)
+                           method="perturbation", step="anchored", calibration="classic",
+                           splits=5, accountant=acct, rng=0)
+    assert acct.spent.epsilon == 0.0 and acct.spent.delta == 0.0
+
+
+def test_lloyd_step_refusals_come_before_the_charge():
+    acct = PrivacyAccountant(total_epsilon=10.0, total_delta=1e-3)
+    for bad in ({"balancing_rounds": 11}, {"step": "newton"}):
+        with pytest.raises(InvalidParameterError):
+            private_barycenter(_group(500), bounds=BOX, m=4, epsilon=4.0, delta=1e-5,
+                               method="perturbation", accountant=acct, rng=0, **bad)
     assert acct.spent.epsilon == 0.0 and acct.spent.delta == 0.0

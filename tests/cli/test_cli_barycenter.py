@@ -64,15 +64,52 @@ def test_coreset_release_files(groups_csv, tmp_path, capsys):
     assert "g0: 800 (1 clipped, 1 unusable)" in printed.err
 
 
-def test_perturbation_release_and_same_seed(groups_csv, tmp_path):
+def test_perturbation_release_and_same_seed(groups_csv, tmp_path, capsys):
     a, b = tmp_path / "a", tmp_path / "b"
-    extra = ("--method", "perturbation", "--delta", "1e-5", "--splits", "20")
+    extra = ("--method", "perturbation", "--delta", "1e-5", "--step", "anchored",
+             "--splits", "20")
     assert main(_args(groups_csv, a, *extra)) == 0
     assert main(_args(groups_csv, b, *extra)) == 0
     assert (a / "support.csv").read_text() == (b / "support.csv").read_text()
     rel = json.loads((a / "release.json").read_text())
     assert rel["method"] == "perturbation" and rel["params"]["splits"] == 20
+    assert rel["params"]["step"] == "anchored"
+    assert rel["params"]["calibration"] == "analytic"  # the default with --step anchored
+    assert "lloyd" not in rel["params"]
     assert rel["privacy"]["delta"] == 1e-5
+    assert "anchored step: k' = 20 parts" in capsys.readouterr().out
+
+
+def test_perturbation_lloyd_step_is_the_default(groups_csv, tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    extra = ("--method", "perturbation", "--delta", "1e-5")
+    assert main(_args(groups_csv, a, *extra)) == 0
+    printed = capsys.readouterr().out
+    assert "lloyd step: 2 balancing round(s), 1 step(s)" in printed
+    assert "k' =" not in printed
+    assert main(_args(groups_csv, b, *extra, "--step", "lloyd", "--balancing-rounds",
+                      "2")) == 0
+    # the explicit default is the default: the same seeded release
+    assert (a / "support.csv").read_text() == (b / "support.csv").read_text()
+    sup = np.loadtxt(a / "support.csv", delimiter=",", skiprows=1)
+    assert sup.shape == (6, 3) and np.all(np.isfinite(sup))
+    rel = json.loads((a / "release.json").read_text())
+    assert rel["method"] == "perturbation" and rel["params"]["step"] == "lloyd"
+    assert rel["params"]["lloyd"]["balancing_rounds"] == 2
+    for key in ("splits", "sigma", "sensitivity", "calibration"):
+        assert key not in rel["params"]
+    assert rel["params"]["anchor"] == "coreset"
+    assert rel["params"]["anchor_epsilon"] == pytest.approx(0.5)  # half of epsilon
+    assert rel["privacy"]["epsilon"] == 1.0 and rel["privacy"]["delta"] == 1e-5
+
+
+def test_perturbation_balancing_rounds_reach_the_release(groups_csv, tmp_path):
+    out = tmp_path / "b0"
+    assert main(_args(groups_csv, out, "--method", "perturbation", "--delta", "1e-5",
+                      "--balancing-rounds", "0")) == 0
+    rel = json.loads((out / "release.json").read_text())
+    assert rel["params"]["step"] == "lloyd"
+    assert rel["params"]["lloyd"]["balancing_rounds"] == 0
 
 
 def test_one_group_and_ball_bounds(groups_csv, tmp_path):
@@ -90,7 +127,24 @@ def test_one_group_and_ball_bounds(groups_csv, tmp_path):
     (("--m", "900"), "--m"),
     (("--method", "perturbation"), "--delta"),
     (("--method", "perturbation", "--delta", "2"), "delta"),
-    (("--method", "perturbation", "--delta", "1e-5", "--splits", "801"), "splits"),
+    (("--method", "perturbation", "--delta", "1e-5", "--step", "anchored", "--splits",
+      "801"), "splits"),
+    (("--method", "perturbation", "--delta", "1e-5", "--balancing-rounds", "11"),
+     "--balancing-rounds"),
+    (("--method", "perturbation", "--delta", "1e-5", "--balancing-rounds", "-1"),
+     "--balancing-rounds"),
+    (("--method", "perturbation", "--delta", "1e-5", "--step", "anchored",
+      "--balancing-rounds", "1"), "--balancing-rounds"),
+    (("--method", "perturbation", "--delta", "1e-5", "--step", "other"), "--step"),
+    (("--method", "coreset", "--step", "lloyd"), "--step"),
+    (("--method", "coreset", "--balancing-rounds", "1"), "--balancing-rounds"),
+    (("--step", "anchored"), "--step"),  # auto runs the coreset here
+    (("--method", "subspace", "--step", "lloyd"), "--step"),
+    (("--method", "perturbation", "--delta", "1e-5", "--splits", "20"), "--splits"),
+    (("--method", "perturbation", "--delta", "1e-5", "--step", "lloyd", "--splits", "20"),
+     "--splits"),
+    (("--method", "perturbation", "--delta", "1e-5", "--calibration", "classic"),
+     "--calibration"),
     (("--method", "perturbation", "--delta", "1e-5", "--engine", "spark"), "--engine"),
     (("--projection-dim", "x"), "--projection-dim"),
     (("--columns", "x,z"), "'z'"),

@@ -136,7 +136,7 @@ DEFAULT_MAX_PLACED = 1_000_000
 #: cost 212.56 / 212.38 / 212.45 with 1 step, 212.46 / 212.36 / 212.36 with 10, the same
 #: with 50 (squared degrees).
 DEFAULT_ATOMS_POLISH = 10
-#: Noisy anchored steps of the perturbation method.
+#: Noisy steps of the perturbation method (Lloyd or anchored).
 DEFAULT_ITERATIONS = 1
 
 
@@ -470,7 +470,8 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         :func:`~privot.barycenters.perturbation.recommended_splits` (Thm 8's
         :math:`k'_*`).
     iterations : int
-        Noisy anchored steps of ``"perturbation"``.
+        Noisy steps of ``"perturbation"`` (Lloyd steps, each after its balancing
+        rounds, or anchored steps), 1 to 100 with ``step="lloyd"``.
     anchor : (m, d) array, optional
         Public anchor atoms for ``"perturbation"`` (caller coordinates). Default: a
         private-coreset barycenter bought with ``anchor_fraction`` of the sample epsilon.
@@ -673,6 +674,14 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
             anchor = check_points(anchor, "anchor")
             if anchor.shape != (mm, d):
                 raise InvalidParameterError("anchor", anchor.shape, f"an ({mm}, {d}) array")
+        if step == "lloyd":  # the anchored step's parameters have no meaning here
+            if splits is not None:
+                raise InvalidParameterError("splits", splits, "omitted with step='lloyd' "
+                                            "(it belongs to step='anchored')")
+            if calibration != "analytic":
+                raise InvalidParameterError("calibration", calibration,
+                                            "'analytic' with step='lloyd' (GDP calibration)")
+            check_int(iterations, "iterations", minimum=1, maximum=100)
         if splits is not None:
             splits = check_int(splits, "splits", minimum=1, maximum=min(sizes))
 
@@ -699,10 +708,19 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                              budget=sample, subspace_dim=subspace_dim, cells=cells,
                              rounds=rounds, projection_share=projection_share,
                              complement_mean=complement_mean)
+    lplan = None
     if method == "perturbation":
         # every check of the Gaussian steps runs before the charge (all public but the
         # ball precondition, which to_unit guarantees), so that the release always answers
         eps_anchor = anchor_fraction * sample.epsilon if anchor is None else 0.0
+    if method == "perturbation" and step == "lloyd":
+        # a public anchor has no private coreset to balance on: no balancing rounds, the
+        # whole budget on the steps
+        lplan = plan_lloyd(m=mm, dim=d, epsilon=sample.epsilon - eps_anchor,
+                           delta=sample.delta,
+                           balancing_rounds=balancing_rounds if anchor is None else 0,
+                           steps=iterations)
+    elif method == "perturbation":
         kp = (recommended_splits(min(sizes), m=mm, d=d, epsilon=sample.epsilon - eps_anchor,
                                  delta=sample.delta, k=k, p=p) if splits is None else splits)
         units = []
@@ -776,10 +794,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                        "perturbation_epsilon": sample.epsilon - eps_anchor})
         bar = progress_bar(show, total=1, desc="output perturbation", unit="release")
         try:
-            if step == "lloyd":
-                lplan = plan_lloyd(m=mm, dim=d, epsilon=sample.epsilon - eps_anchor,
-                                   delta=sample.delta, balancing_rounds=balancing_rounds,
-                                   steps=iterations)
+            if lplan is not None:
                 rel_l = lloyd_perturbation(unit_rows, anchor_u, plan=lplan,
                                            group_weights=beta, proxies=proxies, rng=gen)
                 support_u, secure = rel_l.support, secure and rel_l.secure

@@ -23,9 +23,9 @@ counts change in at most two cells by one each: L2 :math:`\sqrt2`. A step releas
 :func:`~privot.barycenters.subspace.lloyd_statistic` (counts scaled by :math:`R`, and
 sums): L2 :math:`2R = 1` (``lloyd_sensitivity``). Groups are disjoint (parallel), rounds
 and steps compose adaptively as GDP (Dong, Roth and Su 2022, Cor. 3.3):
-:math:`\mu^2 = B\mu_b^2 + T\mu_s^2`. With the pure anchor (basic composition) the
+:math:`\mu^2 = T(\mu_s^2 + B\mu_b^2)`. With the pure anchor (basic composition) the
 release is :math:`(\varepsilon, \delta)`-DP. Derivation: ``docs/privacy/barycenters.md``,
-section "Noisy Lloyd steps". The work after the charge is fixed by public sizes
+section "Noisy Lloyd steps on power cells". The work after the charge is fixed by public sizes
 (``B``, ``T``, ``k``, ``m``) and the release always answers.
 """
 
@@ -40,6 +40,7 @@ import numpy as np
 
 from privot.barycenters.subspace import (
     RADIUS,
+    check_noise_drawable,
     gaussian_step,
     lloyd_sensitivity,
     lloyd_statistic,
@@ -79,14 +80,27 @@ def power_weights(proxy: np.ndarray, proxy_weights: np.ndarray, atoms: np.ndarra
     ``atoms`` (m, d): the cells :math:`\arg\min_j |x - a_j|^2 - \psi_j` split the proxy
     into (nearly) equal masses. Post-processing of released values.
     """
+    import warnings
+
     import ot  # POT: an optional dependency of the barycenter solvers
 
-    w = np.asarray(proxy_weights, dtype=np.float64)
-    w = w / w.sum()
     m = len(atoms)
-    cost = ((proxy[:, None, :] - atoms[None, :, :]) ** 2).sum(axis=2)
-    _, log = ot.emd(w, np.full(m, 1.0 / m), cost, log=True, numItermax=1_000_000)
+    w = np.asarray(proxy_weights, dtype=np.float64)
+    if len(proxy) == 0 or not w.sum() > 0:
+        return np.zeros(m)  # no proxy mass: the Voronoi cells (public rule)
+    w = w / w.sum()
+    # |p - a|^2 = |p|^2 + |a|^2 - 2 p.a: (p, m) memory, not (p, m, d)
+    cost = np.maximum((proxy**2).sum(axis=1)[:, None] + (atoms**2).sum(axis=1)[None, :]
+                      - 2.0 * proxy @ atoms.T, 0.0)
+    with warnings.catch_warnings():
+        # POT warns when its public iteration cap is reached; the duals are still finite
+        # and the cells still a partition: utility, not privacy (and never an error
+        # after the charge)
+        warnings.simplefilter("ignore")
+        _, log = ot.emd(w, np.full(m, 1.0 / m), cost, log=True, numItermax=1_000_000)
     v = np.asarray(log["v"], dtype=np.float64)
+    if not np.all(np.isfinite(v)):
+        return np.zeros(m)
     return v - v.mean()
 
 
@@ -141,6 +155,10 @@ def plan_lloyd(*, m: int, dim: int, epsilon: float, delta: float,
         bal = gaussian_step(balancing_sensitivity(), m, mu_bal)
         per_step += balancing_rounds * bal["mu"] ** 2
     total = steps * per_step
+    # the secure sampler's limits, on public shapes, before the caller charges
+    check_noise_drawable("gaussian", step, m + m * dim)
+    if bal is not None:
+        check_noise_drawable("gaussian", bal, m)
     return LloydPlan(m=m, dim=dim, balancing_rounds=balancing_rounds, steps=steps,
                      step_share=share, mu=math.nextafter(math.sqrt(total), math.inf),
                      balancing=bal, step=step)
@@ -212,7 +230,6 @@ def lloyd_perturbation(units: Sequence[np.ndarray], anchor: np.ndarray, *,
     m, dim = a.shape
     k = len(units)
     count_sd = plan.step["sigma"] / RADIUS
-    floor = MIN_COUNT_DEVIATIONS * count_sd
     trajectory = []
     bal_rounds = plan.balancing_rounds if proxies is not None else 0
     for _ in range(plan.steps):
@@ -232,7 +249,7 @@ def lloyd_perturbation(units: Sequence[np.ndarray], anchor: np.ndarray, *,
             counts = stat[:m] / RADIUS
             sums = stat[m:].reshape(m, dim)
             means = a.copy()
-            ok = counts > floor
+            ok = counts > MIN_COUNT_DEVIATIONS * count_sd
             means[ok] = sums[ok] / counts[ok, None]
             norm = np.linalg.norm(means, axis=1, keepdims=True)
             means = means * np.where(norm > RADIUS, RADIUS / np.maximum(norm, 1e-300), 1.0)

@@ -71,6 +71,7 @@ __all__ = [
     "SubspacePlan",
     "SubspaceRelease",
     "check_basis",
+    "check_noise_drawable",
     "dct_basis",
     "gaussian_step",
     "count_deviation",
@@ -384,7 +385,7 @@ class SubspacePlan:
 MAX_SECOND_MOMENT_DIM = 4096
 
 
-def _dry_run(mechanism: str, step: dict[str, float], size: int) -> None:
+def check_noise_drawable(mechanism: str, step: dict[str, float], size: int) -> None:
     """Draw the step's noise once on zeros with a public generator: a sampler limit
     (a budget so small that the noise overflows the grid) raises here, before the
     charge, instead of after it. Data-independent."""
@@ -531,7 +532,7 @@ def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
             "moment is released (its d0 (d0 + 1) / 2 entries): pass a smaller public "
             "basis (basis='dct' with basis_dim, or an array)")
     for name in used:  # the secure samplers' limits, on public shapes, before the charge
-        _dry_run(mech, noise_plan[name], sizes_of[name])
+        check_noise_drawable(mech, noise_plan[name], sizes_of[name])
     return SubspacePlan(mechanism=mech, basis_dim=d0, subspace_dim=dim, cells=q, rounds=t,
                         pca=pca, complement_mean=full, projection_share=share,
                         noise=noise_plan, mu=mu, event=event)

@@ -12,8 +12,15 @@ weighted support points and writes them into the output folder
   counts are all it has);
 * ``coreset``: the private coreset method (paper 000 Alg. 2, epsilon-DP; ``--delta``
   refused);
-* ``perturbation``: output perturbation (paper 000 Alg. 1 / paper 001 Thm 5 with
-  splitting, (epsilon, delta)-DP; ``--delta`` required);
+* ``perturbation``: output perturbation from a private-coreset anchor,
+  (epsilon, delta)-DP; ``--delta`` required. ``--step`` picks the released statistic:
+  ``lloyd`` (default): noisy Lloyd steps on each group's power cells, balanced on the
+  private coreset (``--balancing-rounds``, 0 to 10, default the library's 2;
+  :mod:`privot.barycenters.lloyd_perturbation`); ``anchored``: the anchored step over
+  ``--splits`` parts (paper 000 Alg. 1 / paper 001 Thm 5 with splitting;
+  ``--calibration``). ``--splits`` and ``--calibration`` are refused with
+  ``--step lloyd``, ``--balancing-rounds`` with ``--step anchored``, and ``--step`` and
+  ``--balancing-rounds`` with a method that is not the perturbation one;
 * ``subspace``: private projection, DP Lloyd rounds in the subspace, the barycenter of
   the private summaries, the lift (:mod:`privot.barycenters.subspace`): pure
   epsilon-DP (Laplace noise) without ``--delta``, (epsilon, delta)-DP (Gaussian noise)
@@ -33,7 +40,9 @@ publishable (the public parameters and the noisy release only)
       (2-D data only);
     * ``release.json`` -- what was released, its guarantee and parameters (``method``:
       the method that ran; ``params.method_requested``: what ``--method`` asked;
-      ``params.subspace``: the subspace method's public plan and noise). The group
+      ``params.step``: the perturbation method's step, with ``params.lloyd`` (its public
+      plan and noise) or ``params.splits``; ``params.subspace``: the subspace method's
+      public plan and noise). The group
       labels and group sizes are in it: they are public by the neighbouring relation.
 
 curator-only (exact statistics of the raw data: never publish)
@@ -77,10 +86,17 @@ __all__ = ["register"]
 # Parsing imports neither numpy nor the library (a fast ``privot barycenter --help``):
 # the functions below import them when they run. The choices and defaults of the parser
 # repeat the library's (privot.barycenters: METHODS, CALIBRATIONS, PLACEMENTS,
-# DEFAULT_ITERATIONS); tests/cli/test_cli_imports.py checks they agree.
+# DEFAULT_ITERATIONS, PERTURBATION_STEPS, DEFAULT_BALANCING_ROUNDS);
+# tests/cli/test_cli_imports.py checks they agree.
 
 
 PUBLISHABLE = ("support.csv", "barycenter.png", "release.json")
+#: ``--step``: the library's PERTURBATION_STEPS (the first is its default).
+PERTURBATION_STEPS = ("lloyd", "anchored")
+#: ``--balancing-rounds`` default: the library's DEFAULT_BALANCING_ROUNDS.
+DEFAULT_BALANCING_ROUNDS = 2
+#: ``--calibration`` default with ``--step anchored`` (the library's default).
+DEFAULT_CALIBRATION = "analytic"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -123,12 +139,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "above (coreset on --engine spark); coreset: private coreset (pure "
                         "DP); perturbation: output perturbation; subspace: private "
                         "subspace summaries (high dimension)")
+    p.add_argument("--step", choices=PERTURBATION_STEPS, default=None,
+                   help="perturbation: the released statistic. lloyd (default): noisy "
+                        "Lloyd steps on power cells balanced on the private coreset; "
+                        "anchored: the anchored step over --splits parts")
+    p.add_argument("--balancing-rounds", type=int, default=None, metavar="N",
+                   help="perturbation with --step lloyd: private balancing rounds of the "
+                        "cell counts before each step, 0 to 10 (default: "
+                        f"{DEFAULT_BALANCING_ROUNDS})")
     p.add_argument("--splits", type=int, default=None, metavar="K_PRIME",
-                   help="perturbation: parts per group (default: paper 001 Thm 8's k'*)")
+                   help="perturbation with --step anchored: parts per group (default: "
+                        "paper 001 Thm 8's k'*)")
     p.add_argument("--iterations", type=int, default=1,
-                   help="perturbation: noisy anchored steps (default: %(default)s)")
-    p.add_argument("--calibration", choices=("analytic", "classic"), default="analytic",
-                   help="perturbation: Gaussian calibration (default: %(default)s)")
+                   help="perturbation: noisy steps (Lloyd or anchored, see --step) "
+                        "(default: %(default)s)")
+    p.add_argument("--calibration", choices=("analytic", "classic"), default=None,
+                   help="perturbation with --step anchored: Gaussian calibration "
+                        f"(default: {DEFAULT_CALIBRATION})")
     p.add_argument("--projection-dim", default="auto", metavar="D_PRIME",
                    help="coreset and perturbation: JL target dimension, 'auto' (Thm "
                         "5.4's order) or 'none' (default: %(default)s)")
@@ -260,6 +287,48 @@ def _subspace_options(args: argparse.Namespace, method: str, d: int) -> dict[str
     return out
 
 
+def _perturbation_options(args: argparse.Namespace, method: str) -> dict[str, Any]:
+    """The perturbation keywords of ``private_barycenter`` (``step``,
+    ``balancing_rounds``, ``splits``, ``calibration``), checked before the data is read
+    (public parameters only). ``--step`` and ``--balancing-rounds`` are refused with a
+    method that is not the perturbation one; ``--splits`` and ``--calibration`` with
+    ``--step lloyd``, ``--balancing-rounds`` with ``--step anchored``.
+
+    ``method`` is the method that will run (``auto`` never runs perturbation)."""
+    from privot._validation import check_int
+
+    if method != "perturbation":
+        for flag, value in (("--step", args.step),
+                            ("--balancing-rounds", args.balancing_rounds)):
+            if value is not None:
+                ran = (f"this run has --method {args.method}" if args.method != "auto"
+                       else f"--method auto runs {method} here")
+                raise InvalidParameterError(flag, value,
+                                            f"only with --method perturbation; {ran}")
+        # as before: the library ignores them outside perturbation (subspace refuses
+        # --splits itself)
+        return {"splits": args.splits,
+                "calibration": args.calibration or DEFAULT_CALIBRATION}
+    step = args.step or PERTURBATION_STEPS[0]
+    if step == "lloyd":
+        for flag, value in (("--splits", args.splits), ("--calibration", args.calibration)):
+            if value is not None:
+                raise InvalidParameterError(flag, value,
+                                            "only with --step anchored (this run has "
+                                            "--step lloyd, the default)")
+        out: dict[str, Any] = {"step": step}
+        if args.balancing_rounds is not None:
+            out["balancing_rounds"] = check_int(args.balancing_rounds,
+                                                "--balancing-rounds", minimum=0,
+                                                maximum=10)
+        return out
+    if args.balancing_rounds is not None:
+        raise InvalidParameterError("--balancing-rounds", args.balancing_rounds,
+                                    "only with --step lloyd (this run has --step anchored)")
+    return {"step": step, "splits": args.splits,
+            "calibration": args.calibration or DEFAULT_CALIBRATION}
+
+
 def _bounds(box: list[float] | None, ball: list[float] | None, d: int):
     import numpy as np
 
@@ -351,6 +420,7 @@ def _run(args: argparse.Namespace) -> int:
     runs = (args.method if args.method != "auto" else
             "coreset" if args.engine == "spark" else choose_method(len(columns)))
     subspace_kw = _subspace_options(args, runs, len(columns))
+    perturbation_kw = _perturbation_options(args, runs)
     if args.plot_data and (args.engine != "duckdb" or len(columns) != 2):
         raise InvalidParameterError("--plot-data", True, "2-D data on the duckdb engine")
     out = OutputFolder(args.output, command="barycenter", force=args.force,
@@ -394,10 +464,9 @@ def _run(args: argparse.Namespace) -> int:
             result = private_barycenter(
                 data, bounds=None if groups is None else bounds, m=m, epsilon=epsilon,
                 delta=args.delta, method=args.method, population_size=args.population_size,
-                projection_dim=projection_dim, splits=args.splits,
-                iterations=args.iterations, calibration=args.calibration, reg=args.reg,
+                projection_dim=projection_dim, iterations=args.iterations, reg=args.reg,
                 placement=args.placement, region=region, rng=rng_from_args(args),
-                accountant=acct, **subspace_kw)
+                accountant=acct, **perturbation_kw, **subspace_kw)
         seconds["release"] = time.perf_counter() - start - seconds["read"]
 
     # -- publishable (public parameters and the noisy release) and curator-only files:
@@ -416,6 +485,15 @@ def _run(args: argparse.Namespace) -> int:
     kind = "pure DP" if c.delta == 0 else f"delta = {c.delta:g}"
     where = " on the population" if args.population_size else ""
     how = f"{result.method} method" + (" (auto)" if args.method == "auto" else "")
+    if result.method == "perturbation":  # its step, and k' only for the anchored one
+        step = result.params.get("step")
+        lloyd = result.params.get("lloyd")
+        if step == "lloyd" and lloyd is not None:
+            how += (f" (lloyd step: {lloyd['balancing_rounds']} balancing round(s), "
+                    f"{lloyd['steps']} step(s))")
+        elif step == "anchored":
+            how += (f" (anchored step: k' = {result.params['splits']} parts, "
+                    f"{result.params['iterations']} step(s))")
     plan = result.params.get("subspace")
     if plan is not None:  # its public plan
         how += (f" ({plan['mechanism']} noise, d' = {plan['subspace_dim']}, "

@@ -98,7 +98,9 @@ def _case(ctx: DemoContext, groups, names, pops, *, n: int, epsilon: float, key:
         core = private_barycenter(groups, method="coreset", accountant=acct, **common)
     with ledger.accountant(capability="barycenter", output=str(ctx.output),
                            pending=True) as acct:
-        # delta = 1/N on the population of N people: the sample then spends delta_0 = 1/n
+        # delta = 1/N on the population of N people: the sample then spends delta_0 = 1/n.
+        # The default step: noisy Lloyd steps on power cells balanced by the private
+        # coreset bought with half of the (sample) epsilon
         pert = private_barycenter(groups, method="perturbation", delta=1.0 / sum(pops),
                                   accountant=acct, **common)
     refs = {"nonprivate": nonprivate}
@@ -112,10 +114,14 @@ def _case(ctx: DemoContext, groups, names, pops, *, n: int, epsilon: float, key:
             numbers[label]["sample_epsilon"] = round(res.sample_cost.epsilon, 4)
             numbers[label]["sample_delta"] = res.sample_cost.delta
             numbers[label]["seconds"] = round(res.diagnostics["seconds_total"], 2)
-    numbers["perturbation"]["splits"] = pert.params["splits"]
+    lloyd = pert.params["lloyd"]
+    numbers["perturbation"].update({
+        "step": pert.params["step"], "balancing_rounds": lloyd["balancing_rounds"],
+        "lloyd_steps": lloyd["steps"],
+        "anchor_sample_epsilon": round(pert.params["anchor_epsilon"], 4)})
     fig, axes = new_figure(1, 1, figsize=(9, 5))
     plot_barycenters(groups, {"non-private": nonprivate, "private coreset": core.support,
-                              "output perturbation": pert.support},
+                              "noisy Lloyd step": pert.support},
                      group_names=names, ax=axes[0, 0], outline=region.vertices,
                      xlabel="longitude", ylabel="latitude", title=title)
     numbers["figure"] = save_figure(fig, ctx.output, f"barycenter_{key}.png")
@@ -126,7 +132,8 @@ def _case(ctx: DemoContext, groups, names, pops, *, n: int, epsilon: float, key:
           "| --- | --- | --- |\n"
           f"| non-private | {r['cost']:.3f} | 0 |\n"
           f"| private coreset (eps-DP) | {c['cost']:.3f} | {c['w2_to_nonprivate']:.3f} |\n"
-          f"| output perturbation (k' = {pert.params['splits']}) | {p['cost']:.3f} | "
+          f"| output perturbation, noisy Lloyd step ((eps, delta)-DP, "
+          f"{lloyd['balancing_rounds']} balancing round(s)) | {p['cost']:.3f} | "
           f"{p['w2_to_nonprivate']:.3f} |\n")  # the figure is linked by write_report
     return numbers, md
 
@@ -232,9 +239,15 @@ def run(ctx: DemoContext) -> Section:
     gen = ctx.rng if ctx.rng is not None else np.random.default_rng()
     numbers: dict[str, Any] = {}
     parts = ["One person is one point of one group (replace-one neighbours). The private "
-             "coreset method is pure epsilon-DP; output perturbation is (epsilon, delta)-DP "
-             "with privot's anchored step (sensitivity proved in docs/privacy/barycenters.md)."
-             " Costs are computed exactly on the raw sample, for comparison only."]
+             "coreset method is pure epsilon-DP. Output perturbation (its default step) "
+             "spends half of the sample epsilon on the private-coreset barycenter as its "
+             "anchor, then takes a noisy Lloyd step on each group's power cells around "
+             "that anchor, the cells balanced by the private coreset (noisy cell counts; "
+             "no split into k' parts): Gaussian noise, (epsilon, delta)-DP by GDP "
+             "composition of the Gaussian rounds and basic composition with the anchor "
+             "(sensitivity proved in docs/privacy/barycenters.md, section \"Noisy "
+             "Lloyd steps on power cells\"). Costs are computed exactly on the raw "
+             "sample, for comparison only."]
     n1 = 5_000 if ctx.quick else 10_000
     groups, names, pops = sample_us_population(n1, gen)
     numbers["us"], md = _case(ctx, groups, names, pops, n=n1, epsilon=1.0, key="us",
