@@ -184,6 +184,10 @@ def plot(agg: list, figures: dict, stem: str) -> None:
             ax[0].plot(*zip(*pts, strict=True), style, label=method)
     ax[0].set(xscale="log", xlabel="n per group", ylabel="cost (1/k) sum W2^2",
               title="R^10 mixture, k = 2, eps = 1, m = 8")
+    sweep_n = sorted({a["n"] for a in agg if a["setting"] == "mixture-sweep"})
+    if sweep_n:  # plain tick labels at the measured n (no overlapping minor labels)
+        ax[0].set_xticks(sweep_n, [str(n) for n in sweep_n])
+        ax[0].minorticks_off()
     if ax[0].lines:
         ax[0].legend()
     names = [a for a in agg if a["setting"].startswith("mnist")]
