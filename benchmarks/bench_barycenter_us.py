@@ -321,7 +321,7 @@ def section_curve(places, cfg, bounds, rng, log):
                              "w2_sd": float(np.std([r[key]["w2_to_nonprivate"] for r in sel])),
                              "trials": len(sel)}
                        for key in ("nonprivate", "coreset", "perturbation_k1000",
-                                   "perturbation_default")}
+                                   "perturbation_default", "perturbation_lloyd")}
     return {"runs": rows, "aggregate": agg}
 
 
