@@ -301,10 +301,13 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
                         solver: dict[str, Any], coreset: dict[str, Any],
                         gen: np.random.Generator | None, max_atoms: int | None = None,
                         show: bool = False, label: str = "private coresets"
-                        ) -> tuple[np.ndarray, dict[str, Any], bool]:
+                        ) -> tuple[np.ndarray, dict[str, Any], bool,
+                                   list[tuple[np.ndarray, np.ndarray]]]:
     """Paper 000 Alg. 2 in unit coordinates.
 
-    Returns the support, diagnostics and whether all noise was secure. ``gen`` None:
+    Returns the support, diagnostics, whether all noise was secure, and each group's
+    private coreset as the solver saw it (weighted points in R^d, weights 1 without
+    ``max_atoms``): released values, the noisy Lloyd step's proxy. ``gen`` None:
     secure noise, and an OS-seeded generator for the public randomness (JL map, solver
     initialisation).
 
@@ -361,14 +364,8 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
     if projection_dim is not None and projection_dim < d:
         # Alg. 2 line 1: a data-independent Gaussian JL map
         proj = gaussian_jl_matrix(d, dim=projection_dim, rng=public)
-    total = sum(len(x) for x in pts)
-    if total < m:
-        # fewer private points than atoms (a small region): repeating every point r times
-        # is the same measure, and lets the solver place m atoms (public rule)
-        r = -(-m // total)
-        pts = [np.repeat(x, r, axis=0) for x in pts]
-        if wts is not None:
-            wts = [np.repeat(w, r) for w in wts]
+    # fewer private points than atoms (a small region): the same measures, repeated
+    pts, wts = _repeated_to(m, pts, wts)
     low = pts if proj is None else [x @ proj.T for x in pts]
     # Alg. 2 line 6 (post-processing); total: a numerical failure falls back by a
     # public rule instead of raising after the budget is charged
@@ -382,8 +379,9 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
                                  on_failure="fallback")  # Alg. 3
         support = support_points(pts, plans, p=p, group_weights=beta)  # Alg. 4, in R^d
     t2 = time.perf_counter()
-    diag = {"_coreset_atoms": (list(pts), None if wts is None else list(wts)),
-            "coreset_sizes": n_points,
+    atoms = list(zip(pts, wts if wts is not None else [np.ones(len(x)) for x in pts],
+                     strict=True))
+    diag = {"coreset_sizes": n_points,
             "solver_atoms": [len(x) for x in pts],
             "atom_levels": levels,
             "coreset_depths": [c.depth for c in cores],
@@ -394,7 +392,7 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
             "projection_dim": None if proj is None else int(proj.shape[0]),
             "seconds_coreset": t1 - t0, "seconds_atoms": t_atoms - t1,
             "seconds_barycenter": t2 - t_atoms}
-    return support, diag, all(c.secure for c in cores)
+    return support, diag, all(c.secure for c in cores), atoms
 
 
 def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
@@ -772,21 +770,17 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     elif method == "coreset":
         support_u, diag, secure = _coreset_barycenter(
             make, sizes, m=mm, epsilon=sample.epsilon, p=p, projection_dim=dp, beta=beta,
-            solver=solver_kw, coreset=coreset_kw, gen=gen, max_atoms=max_atoms, show=show)
-        diag.pop("_coreset_atoms")
+            solver=solver_kw, coreset=coreset_kw, gen=gen, max_atoms=max_atoms, show=show)[:3]
     else:
         diag = {}
         secure = True
         proxies = None
         if anchor is None:
-            anchor_u, diag, secure = _coreset_barycenter(
+            # the anchor's coresets (released with it) are the Lloyd step's proxies
+            anchor_u, diag, secure, proxies = _coreset_barycenter(
                 make, sizes, m=mm, epsilon=eps_anchor, p=p, projection_dim=dp, beta=beta,
                 solver=solver_kw, coreset=coreset_kw, gen=gen, max_atoms=max_atoms,
                 show=show, label="anchor coresets")
-            core_pts, core_wts = diag.pop("_coreset_atoms")
-            if core_wts is None:  # max_atoms=None: one unit-weight atom per coreset point
-                core_wts = [np.ones(len(x)) for x in core_pts]
-            proxies = list(zip(core_pts, core_wts, strict=True))  # released with the anchor
         else:
             anchor_u, _ = bounds.to_unit(anchor)
         params.update({"step": step, "anchor": "public" if anchor is not None else "coreset",
@@ -828,6 +822,19 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         n_unusable=tuple(n_unusable), params=params, diagnostics=diag)
 
 
+def _repeated_to(m: int, pts: list[np.ndarray], wts: list[np.ndarray] | None
+                 ) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+    """Every point (and weight) repeated ``r`` times when the measures hold fewer than
+    ``m`` points in all: the same measures (the solver normalises the weights), on which
+    the solver can place ``m`` atoms. A public rule on released sizes."""
+    total = sum(len(x) for x in pts)
+    if total >= m:
+        return pts, wts
+    r = -(-m // total)
+    return ([np.repeat(x, r, axis=0) for x in pts],
+            None if wts is None else [np.repeat(w, r) for w in wts])
+
+
 def _check_solver(solver: object, reg: object, n_outer: object, n_inner: object,
                   polish: object) -> None:
     """The barycenter solver's parameters, as the solver checks them, before the charge
@@ -859,12 +866,7 @@ def _subspace_barycenter(units: list[np.ndarray], plan: SubspacePlan,
         return support, {"summary_atoms": [1] * len(units),
                          "seconds_summaries": rel.seconds}, rel.secure
     public = gen if gen is not None else np.random.default_rng()
-    pts, wts = rel.atoms, rel.weights
-    total = sum(len(x) for x in pts)
-    if total < m:  # fewer summary atoms than output atoms: the same measures, repeated
-        r = -(-m // total)
-        pts = [np.repeat(x, r, axis=0) for x in pts]
-        wts = [np.repeat(w, r) / r for w in wts]
+    pts, wts = _repeated_to(m, rel.atoms, rel.weights)  # fewer atoms than m: repeated
     t0 = time.perf_counter()
     fit = free_support_barycenter(pts, m=m, p=p, measure_weights=wts, group_weights=beta,
                                   rng=public, on_failure="fallback", progress=show,

@@ -41,7 +41,9 @@ import numpy as np
 from privot.barycenters.subspace import (
     RADIUS,
     check_noise_drawable,
+    gaussian_noise,
     gaussian_step,
+    into_ball,
     lloyd_sensitivity,
     lloyd_statistic,
     nearest_cells,
@@ -174,13 +176,6 @@ class LloydRelease:
     curator_only: dict[str, Any] = field(default_factory=dict)
 
 
-def _noisy(values: np.ndarray, step: dict[str, float], rng: np.random.Generator | None
-           ) -> np.ndarray:
-    return np.asarray(noise.secure_gaussian(values, step["sigma"], rng=rng,
-                                            grid_exponent=int(step["grid_exponent"])),
-                      dtype=np.float64)
-
-
 def _reweighted(proxy: np.ndarray, weights: np.ndarray, atoms: np.ndarray, power: np.ndarray,
                 counts: np.ndarray) -> np.ndarray:
     """The proxy's weights rescaled cell by cell to the released counts' shares."""
@@ -242,18 +237,16 @@ def lloyd_perturbation(units: Sequence[np.ndarray], anchor: np.ndarray, *,
                 power = power_weights(proxy, weights, a)
                 w = weights
                 for _ in range(bal_rounds):
-                    counts = _noisy(cell_counts(x, a, power), plan.balancing, rng)
+                    counts = gaussian_noise(cell_counts(x, a, power), plan.balancing, rng)
                     w = _reweighted(proxy, w, a, power, counts)
                     power = power_weights(proxy, w, a)
-            stat = _noisy(lloyd_statistic(x, a, power=power), plan.step, rng)
+            stat = gaussian_noise(lloyd_statistic(x, a, power=power), plan.step, rng)
             counts = stat[:m] / RADIUS
             sums = stat[m:].reshape(m, dim)
             means = a.copy()
             ok = counts > MIN_COUNT_DEVIATIONS * count_sd
             means[ok] = sums[ok] / counts[ok, None]
-            norm = np.linalg.norm(means, axis=1, keepdims=True)
-            means = means * np.where(norm > RADIUS, RADIUS / np.maximum(norm, 1e-300), 1.0)
-            new += group_weights[i] * means
+            new += group_weights[i] * into_ball(means)
         a = new
         trajectory.append(a.copy())
     return LloydRelease(support=a, trajectory=trajectory, secure=secure,

@@ -62,7 +62,7 @@ from privot._validation import check_int
 from privot.errors import InvalidParameterError
 from privot.privacy import accounting, noise
 from privot.privacy.events import ComposedEvent, GaussianEvent, PrivacyEvent, PureEvent
-from privot.privacy.mechanisms import laplace_mechanism
+from privot.privacy.mechanisms import gaussian_grid, laplace_mechanism
 from privot.privacy.types import Neighbouring, PrivacyCost
 
 __all__ = [
@@ -73,6 +73,9 @@ __all__ = [
     "check_basis",
     "check_noise_drawable",
     "dct_basis",
+    "entry_deviation",
+    "gaussian_noise",
+    "into_ball",
     "gaussian_step",
     "count_deviation",
     "default_cells",
@@ -211,7 +214,7 @@ def moment_statistic(y: np.ndarray, v: np.ndarray | None = None) -> np.ndarray:
     per-coordinate second moments in the subspace. ``v`` None: :math:`V = I`,
     ``y`` (n, d') -> (2 d',).
     """
-    z = y if v is None else _into_ball(y @ v)  # |z| <= R exactly, not up to rounding
+    z = y if v is None else into_ball(y @ v)  # |z| <= R exactly, not up to rounding
     return np.concatenate([y.sum(axis=0), (z * z).sum(axis=0)])
 
 
@@ -414,9 +417,7 @@ def gaussian_step(sensitivity: float, size: int, mu: float) -> dict[str, float]:
     statistic has sensitivity :math:`\\Delta' = \\Delta + \\sqrt{size}\\,2^{-k}`;
     :math:`\\sigma = \\Delta'/\\mu`, rounded up.
     """
-    root = math.sqrt(size)
-    k = noise.grid_exponent(sensitivity / root)
-    effective = _round_up(sensitivity + math.ldexp(root, -k))
+    k, effective = gaussian_grid(sensitivity, size)
     sigma = _round_up(effective / mu)
     return {"sensitivity": sensitivity, "effective_sensitivity": effective,
             "grid_exponent": k, "sigma": sigma, "mu": _round_up(effective / sigma)}
@@ -590,9 +591,7 @@ class _Noise:
     def __call__(self, name: str, values: np.ndarray) -> np.ndarray:
         step = self.plan.noise[name]
         if self.plan.mechanism == "gaussian":
-            return np.asarray(noise.secure_gaussian(values, step["sigma"], rng=self.rng,
-                                                    grid_exponent=int(step["grid_exponent"])),
-                              dtype=np.float64)
+            return gaussian_noise(values, step, self.rng)
         rel = laplace_mechanism(values, sensitivity=step["sensitivity"],
                                 epsilon=step["epsilon"], rng=self.rng,
                                 relation=Neighbouring.REPLACE_ONE)
@@ -600,13 +599,26 @@ class _Noise:
 
     def count_deviation(self) -> float:
         """Standard deviation of a released count (the Lloyd statistic's R c_j / R)."""
-        step = self.plan.noise["lloyd"]
-        if self.plan.mechanism == "gaussian":
-            return step["sigma"] / RADIUS
-        return math.sqrt(2.0) * step["sensitivity"] / step["epsilon"] / RADIUS
+        return entry_deviation(self.plan.mechanism, self.plan.noise["lloyd"]) / RADIUS
 
 
-def _into_ball(points: np.ndarray, radius: float = RADIUS) -> np.ndarray:
+def gaussian_noise(values: np.ndarray, step: dict[str, float],
+                   rng: np.random.Generator | None) -> np.ndarray:
+    """``values`` plus the secure Gaussian of a :func:`gaussian_step` (its grid)."""
+    return np.asarray(noise.secure_gaussian(values, step["sigma"], rng=rng,
+                                            grid_exponent=int(step["grid_exponent"])),
+                      dtype=np.float64)
+
+
+def entry_deviation(mechanism: str, step: dict[str, float]) -> float:
+    """Standard deviation of one released entry of a planned statistic (public):
+    the Gaussian sigma, or sqrt(2) times the Laplace scale ``sensitivity / epsilon``."""
+    if mechanism == "gaussian":
+        return step["sigma"]
+    return math.sqrt(2.0) * step["sensitivity"] / step["epsilon"]
+
+
+def into_ball(points: np.ndarray, radius: float = RADIUS) -> np.ndarray:
     """Radial projection onto the closed ball (post-processing; public rule)."""
     norm = np.linalg.norm(points, axis=-1, keepdims=True)
     scale = np.where(norm > radius, radius / np.maximum(norm, 1e-300), 1.0)
@@ -633,12 +645,8 @@ def noise_floor(plan: SubspacePlan) -> float:
     has spectral norm about :math:`2\sigma\sqrt{d_0}` (the semicircle's edge), so a
     released eigenvalue below it cannot be told from noise. Public.
     """
-    step = plan.noise["second_moment"]
-    if plan.mechanism == "gaussian":
-        sd = step["sigma"]
-    else:
-        sd = math.sqrt(2.0) * step["sensitivity"] / step["epsilon"]
-    return 2.0 * sd * math.sqrt(plan.basis_dim)
+    return 2.0 * entry_deviation(plan.mechanism, plan.noise["second_moment"]) * math.sqrt(
+        plan.basis_dim)
 
 
 def _kmeans(points: np.ndarray, q: int, rng: np.random.Generator, iters: int = 25
@@ -703,7 +711,7 @@ def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.n
     d = units[0].shape[1]
     b = np.eye(d) if basis is None else basis
     ys = [u @ b for u in units]
-    ys = [_into_ball(y) for y in ys]  # exact no-op up to rounding; keeps the bound sharp
+    ys = [into_ball(y) for y in ys]  # exact no-op up to rounding; keeps the bound sharp
     # 1. the subspace: DP second moment of the pooled groups (or the whole basis).
     # Directions whose released eigenvalue is below the noise floor carry no signal we
     # can tell apart: the summaries keep the group mean there (post-processing).
@@ -716,7 +724,7 @@ def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.n
     else:  # the whole basis (d' = d0), or no subspace at all (d' = 0: the mean only)
         v = np.eye(plan.basis_dim)[:, :plan.subspace_dim]
         flat = np.zeros(plan.subspace_dim, dtype=bool)
-    zs = [_into_ball(y @ v) for y in ys]
+    zs = [into_ball(y @ v) for y in ys]
     dim = v.shape[1]
     # 2. per group: DP mean (in the whole basis with complement_mean) and per-coordinate
     # variance in the subspace (n_i public)
@@ -726,13 +734,13 @@ def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.n
     for i, (y, z) in enumerate(zip(ys, zs, strict=True)):
         if plan.complement_mean:
             mom = add_noise("moments", moment_statistic(y, v))
-            mean_y = _into_ball(mom[:plan.basis_dim] / sizes[i])
+            mean_y = into_ball(mom[:plan.basis_dim] / sizes[i])
             mean = mean_y @ v
             complements[i] = (mean_y - v @ mean) @ b.T  # outside the subspace, in R^d
             second = mom[plan.basis_dim:]
         else:
             mom = add_noise("moments", moment_statistic(z))
-            mean = _into_ball(mom[:dim] / sizes[i])
+            mean = into_ball(mom[:dim] / sizes[i])
             second = mom[dim:]
         means[i] = mean
         variances[i] = np.maximum(second / sizes[i] - mean**2, VARIANCE_FLOOR)
@@ -740,7 +748,7 @@ def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.n
     atoms: list[np.ndarray] = []
     weights: list[np.ndarray] = []
     for i, z in enumerate(zs):
-        draws = _into_ball(public.normal(means[i], np.sqrt(variances[i]),
+        draws = into_ball(public.normal(means[i], np.sqrt(variances[i]),
                                          size=(max(GAUSSIAN_SAMPLE_PER_ATOM * m,
                                                    INIT_DRAWS_PER_CENTRE * plan.cells), dim)))
         if plan.rounds == 0:
@@ -758,7 +766,7 @@ def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.n
             sums = stat[plan.cells:].reshape(plan.cells, dim)
             ok = counts > floor
             new = centres.copy()
-            new[ok] = _into_ball(sums[ok] / counts[ok, None])
+            new[ok] = into_ball(sums[ok] / counts[ok, None])
             new[:, flat] = means[i, flat]  # no spread where the subspace is noise
             centres, mass = new, np.maximum(counts, 0.0)
         if mass.sum() <= 0:  # every cell's noisy count <= 0: the Gaussian stands in

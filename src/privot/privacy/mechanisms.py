@@ -262,6 +262,20 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, *,
     raise InvalidParameterError("calibration", calibration, f"one of {GAUSSIAN_CALIBRATIONS}")
 
 
+def gaussian_grid(sensitivity: float, size: int, grid_exponent: int | None = None
+                  ) -> tuple[int, float]:
+    r"""The secure Gaussian's grid exponent ``k`` and the rounded query's sensitivity.
+
+    Default ``k``: :math:`2^{-k}\sqrt{N} \le 2^{-20}\Delta` for ``size`` :math:`N`
+    values; rounding each to :math:`2^{-k}\mathbb{Z}` moves the query by at most
+    :math:`\sqrt N 2^{-k-1}`, so :math:`\Delta' = \Delta + \sqrt N 2^{-k}` (rounded up).
+    ``docs/privacy/gaussian.md``.
+    """
+    root = math.sqrt(size)
+    k = noise.grid_exponent(sensitivity / root) if grid_exponent is None else grid_exponent
+    return k, _round_up(sensitivity + math.ldexp(root, -k))
+
+
 def gaussian_mechanism(values: float | np.ndarray, *, sensitivity: float, epsilon: float,
                        delta: float, calibration: str = "analytic",
                        accountant: Spender | None = None,
@@ -314,12 +328,9 @@ def gaussian_mechanism(values: float | np.ndarray, *, sensitivity: float, epsilo
     sens = check_positive(sensitivity, "sensitivity")
     rel = _relation(relation)
     x = check_finite_array(values, "values", allow_empty=False)
-    root_m = math.sqrt(x.size)
-    if grid_exponent is None:
-        k = noise.grid_exponent(sens / root_m)
-    else:
-        k = check_int(grid_exponent, "grid_exponent", minimum=-1000, maximum=1000)
-    effective = _round_up(sens + math.ldexp(root_m, -k))
+    if grid_exponent is not None:
+        grid_exponent = check_int(grid_exponent, "grid_exponent", minimum=-1000, maximum=1000)
+    k, effective = gaussian_grid(sens, x.size, grid_exponent)
     sigma = gaussian_sigma(effective, eps, dlt, calibration=calibration)
     # Rounded up: the ledger's mu must not be half an ulp below the true Delta'/sigma.
     mu = _round_up(effective / sigma)
