@@ -146,11 +146,11 @@ def cost_of(groups_dd, support) -> float:
                                  measure_weights=[w for _, w in groups_dd]))
 
 
-def nonprivate(groups, bounds, rng) -> tuple[np.ndarray, float]:
+def nonprivate(groups, bounds, rng, m: int = M) -> tuple[np.ndarray, float]:
     t = time.perf_counter()
     units = [dedup(bounds.to_unit(g)[0]) for g in groups]
     fit = free_support_barycenter([u for u, _ in units], measure_weights=[w for _, w in units],
-                                  m=M, reg=REG, rng=rng)
+                                  m=m, reg=REG, rng=rng)
     return bounds.from_unit(fit.support), time.perf_counter() - t
 
 

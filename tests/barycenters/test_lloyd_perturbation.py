@@ -26,6 +26,8 @@ from privot.barycenters.lloyd_perturbation import (
     lloyd_perturbation,
     plan_lloyd,
     power_weights,
+    prior_variance,
+    shrunk_step,
 )
 from privot.barycenters.subspace import RADIUS, lloyd_sensitivity, lloyd_statistic
 from privot.privacy.accounting import gdp_to_delta, gdp_to_epsilon
@@ -191,3 +193,124 @@ def test_a_public_anchor_spends_nothing_on_balancing():
     plan = res.params["lloyd"]
     assert plan["balancing_rounds"] == 0 and plan["balancing_noise"] is None
     assert plan["step_share"] == 1.0
+
+
+# -- the shrunk step (empirical Bayes, post-processing) ------------------------------------
+
+
+def _moves(rng, m, d, tau, sd):
+    anchor = rng.uniform(-0.2, 0.2, (m, d))
+    truth = anchor + rng.normal(scale=tau, size=(m, d))
+    return anchor, truth, truth + rng.normal(scale=sd, size=(m, d)), np.full(m, d * sd**2)
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.003, 0.01, 0.03])
+def test_shrinkage_never_loses_to_the_raw_step_on_average(tau):
+    """Positive-part James-Stein dominates the raw estimate (md >= 3): 400 seeded
+    trials of m = 48 atoms in 2-D, noise sd 0.01, true moves of scale tau; the mean
+    squared error of the shrunk atoms must not exceed the raw step's (a margin of three
+    standard errors)."""
+    rng = np.random.default_rng(70)
+    raw, shrunk = [], []
+    for _ in range(400):
+        anchor, truth, step, var = _moves(rng, 48, 2, tau, 0.01)
+        raw.append(((step - truth) ** 2).sum())
+        shrunk.append(((shrunk_step(anchor, step, var) - truth) ** 2).sum())
+    diff = np.array(shrunk) - np.array(raw)
+    assert diff.mean() <= 3 * diff.std() / math.sqrt(len(diff))
+    if tau == 0.0:  # pure noise: the anchor is kept almost entirely
+        assert np.mean(shrunk) < 0.1 * np.mean(raw)
+
+
+def test_one_noisy_atom_does_not_stop_the_others_moving():
+    """A US release kept its whole anchor (1.12x) because one cell's small count gave an
+    atom a huge variance and the pooled moment estimate of tau^2 went to 0; the marginal
+    likelihood gives that atom little say."""
+    rng = np.random.default_rng(73)
+    anchor, truth, step, var = _moves(rng, 48, 2, 0.01, 0.002)
+    var[0], step[0] = 1.0, anchor[0] + [0.05, 0.0]  # a count just above the floor
+    pooled = max(0.0, (((step - anchor) ** 2).sum() - var.sum()) / (48 * 2))
+    assert pooled == 0.0  # the former estimate would have kept the anchor
+    out = shrunk_step(anchor, step, var)
+    factor = ((out - anchor)[1:] * (step - anchor)[1:]).sum() / ((step - anchor)[1:] ** 2).sum()
+    assert factor > 0.9
+    assert np.linalg.norm(out[0] - anchor[0]) < 0.01 * 0.05  # the noisy atom stays
+
+
+def test_prior_variance_with_equal_noise_is_james_stein():
+    rng = np.random.default_rng(74)
+    sq = rng.exponential(2e-4, 48)
+    for s in (1e-5, 5e-5, 2e-4):
+        expect = max(0.0, sq.sum() / (48 * 2) - s)
+        assert prior_variance(sq, np.full(48, s), 2) == pytest.approx(expect, rel=1e-9,
+                                                                      abs=1e-15)
+    assert prior_variance(np.zeros(4), np.zeros(4), 2) == 0.0
+
+
+def test_shrinkage_keeps_moves_that_dwarf_the_noise():
+    rng = np.random.default_rng(71)
+    anchor, truth, step, var = _moves(rng, 48, 2, 0.05, 0.001)
+    out = shrunk_step(anchor, step, var)
+    factor = ((out - anchor) * (step - anchor)).sum() / ((step - anchor) ** 2).sum()
+    assert 0.99 < factor <= 1.0
+
+
+def test_atoms_without_noise_or_moves_are_unchanged():
+    a = np.random.default_rng(72).uniform(-0.2, 0.2, (5, 2))
+    assert np.array_equal(shrunk_step(a, a.copy(), np.zeros(5)), a)
+    moved = a + 0.01
+    assert np.allclose(shrunk_step(a, moved, np.zeros(5)), moved)
+
+
+def test_the_release_reports_its_proxy_and_shrinkage():
+    from privot.barycenters import PublicBounds, private_barycenter
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, (3000, 2))
+    res = private_barycenter(x, bounds=PublicBounds.box([0, 0], [1, 1]), m=4, epsilon=1.0,
+                             delta=1e-5, method="perturbation", proxy_size=500,
+                             shrinkage=False, rng=rng)
+    assert res.params["lloyd"]["proxy_size"] == 500
+    assert res.params["lloyd"]["shrinkage"] is False
+
+
+@pytest.mark.parametrize("kw", [{"proxy_size": 99}, {"proxy_size": 2.5},
+                                {"proxy_size": 10**7}, {"shrinkage": "yes"}])
+def test_bad_proxy_options_are_refused_before_the_charge(kw):
+    from privot.barycenters import PublicBounds, private_barycenter
+    from privot.errors import InvalidParameterError
+    from privot.privacy import PrivacyAccountant
+
+    acc = PrivacyAccountant(1.0, 1e-3)
+    with pytest.raises(InvalidParameterError) as err:
+        private_barycenter(np.zeros((100, 2)), bounds=PublicBounds.box([-1, -1], [1, 1]),
+                           m=3, epsilon=0.5, delta=1e-5, method="perturbation", rng=1,
+                           accountant=acc, **kw)
+    assert err.value.name == next(iter(kw)) and len(acc.ledger) == 0
+
+
+def test_a_proxy_too_large_for_memory_is_refused_by_the_plan():
+    from privot.barycenters.lloyd_perturbation import MAX_PROXY_CELLS
+    from privot.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError) as err:
+        plan_lloyd(m=400, dim=2, epsilon=1.0, delta=1e-5,
+                   proxy_size=MAX_PROXY_CELLS // 400 + 1)
+    assert err.value.name == "proxy_size"
+    assert plan_lloyd(m=400, dim=2, epsilon=1.0, delta=1e-5,
+                      proxy_size=MAX_PROXY_CELLS // 400).proxy_size == MAX_PROXY_CELLS // 400
+
+
+def test_the_release_answers_when_numpy_raises_on_underflow():
+    """A privacy review found FloatingPointError after the charge under
+    np.errstate(all="raise"): the power-weight solver's exponentials underflow."""
+    from privot.barycenters import PublicBounds, private_barycenter
+    from privot.privacy import PrivacyAccountant
+
+    acc = PrivacyAccountant(10.0, 1e-2)
+    x = np.random.default_rng(0).uniform(0, 1, (3000, 2))
+    with np.errstate(all="raise"):
+        res = private_barycenter(x, bounds=PublicBounds.box([0, 0], [1, 1]), m=8,
+                                 epsilon=1.0, delta=1e-5, method="perturbation", rng=0,
+                                 accountant=acc)
+    assert np.all(np.isfinite(res.support)) and len(acc.ledger) == 1

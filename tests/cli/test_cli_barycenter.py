@@ -112,6 +112,14 @@ def test_perturbation_balancing_rounds_reach_the_release(groups_csv, tmp_path):
     assert rel["params"]["lloyd"]["balancing_rounds"] == 0
 
 
+def test_perturbation_proxy_size_reaches_the_release(groups_csv, tmp_path):
+    out = tmp_path / "p"
+    assert main(_args(groups_csv, out, "--method", "perturbation", "--delta", "1e-5",
+                      "--proxy-size", "300")) == 0
+    rel = json.loads((out / "release.json").read_text())
+    assert rel["params"]["lloyd"]["proxy_size"] == 300
+
+
 def test_one_group_and_ball_bounds(groups_csv, tmp_path):
     out = tmp_path / "ball"
     args = ["barycenter", str(groups_csv), "--columns", "x,y", "--ball", "0.5", "0.5",
@@ -138,6 +146,11 @@ def test_one_group_and_ball_bounds(groups_csv, tmp_path):
     (("--method", "perturbation", "--delta", "1e-5", "--step", "other"), "--step"),
     (("--method", "coreset", "--step", "lloyd"), "--step"),
     (("--method", "coreset", "--balancing-rounds", "1"), "--balancing-rounds"),
+    (("--method", "perturbation", "--delta", "1e-5", "--proxy-size", "99"),
+     "--proxy-size"),
+    (("--method", "perturbation", "--delta", "1e-5", "--step", "anchored",
+      "--proxy-size", "500"), "--proxy-size"),
+    (("--method", "coreset", "--proxy-size", "500"), "--proxy-size"),
     (("--step", "anchored"), "--step"),  # auto runs the coreset here
     (("--method", "subspace", "--step", "lloyd"), "--step"),
     (("--method", "perturbation", "--delta", "1e-5", "--splits", "20"), "--splits"),

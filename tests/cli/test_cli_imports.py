@@ -126,6 +126,15 @@ def test_barycenter_choices_and_defaults_are_the_librarys():
     assert tuple(_option("barycenter", "calibration").choices) == perturbation.CALIBRATIONS
     assert set(_option("barycenter", "placement").choices) == set(coresets.PLACEMENTS)
     assert _option("barycenter", "iterations").default == api.DEFAULT_ITERATIONS
+    # the Lloyd step's options: the CLI repeats the library's constants (lazy imports)
+    lloyd = importlib.import_module("privot.barycenters.lloyd_perturbation")
+    from privot.cli import barycenter
+
+    assert tuple(_option("barycenter", "step").choices) == api.PERTURBATION_STEPS
+    assert barycenter.PERTURBATION_STEPS[0] == "lloyd"
+    assert barycenter.DEFAULT_BALANCING_ROUNDS == lloyd.DEFAULT_BALANCING_ROUNDS
+    assert barycenter.DEFAULT_PROXY_SIZE == lloyd.DEFAULT_PROXY_SIZE
+    assert barycenter.DEFAULT_CALIBRATION == "analytic"
 
 
 

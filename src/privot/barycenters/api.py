@@ -67,6 +67,7 @@ from privot.barycenters.engine_step import CoresetLeafCounts
 from privot.barycenters.geometry import PublicBounds
 from privot.barycenters.lloyd_perturbation import (
     DEFAULT_BALANCING_ROUNDS,
+    DEFAULT_PROXY_SIZE,
     lloyd_perturbation,
     plan_lloyd,
 )
@@ -300,16 +301,18 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
                         p: float, projection_dim: int | None, beta: np.ndarray,
                         solver: dict[str, Any], coreset: dict[str, Any],
                         gen: np.random.Generator | None, max_atoms: int | None = None,
-                        show: bool = False, label: str = "private coresets"
+                        show: bool = False, label: str = "private coresets",
+                        proxy_size: int | None = None
                         ) -> tuple[np.ndarray, dict[str, Any], bool,
                                    list[tuple[np.ndarray, np.ndarray]]]:
     """Paper 000 Alg. 2 in unit coordinates.
 
     Returns the support, diagnostics, whether all noise was secure, and each group's
-    private coreset as the solver saw it (weighted points in R^d, weights 1 without
-    ``max_atoms``): released values, the noisy Lloyd step's proxy. ``gen`` None:
-    secure noise, and an OS-seeded generator for the public randomness (JL map, solver
-    initialisation).
+    *proxy* for the noisy Lloyd step: with ``proxy_size`` an int, at most that many of
+    the group's placed coreset points (a public uniform subsample, drawn after the
+    solver so that the support is unchanged), weights 1; else an empty list. Released
+    values only. ``gen`` None: secure noise, and an OS-seeded generator for the public
+    randomness (JL map, solver initialisation, proxy subsample).
 
     ``max_atoms`` None: one solver atom per coreset point, the coreset subsampled to
     ``coreset["size"]`` (default at most :data:`DEFAULT_MAX_CORESET`), as before.
@@ -335,7 +338,7 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
     finally:
         bar.close()
     t1 = time.perf_counter()
-    pts = [c.points for c in cores]
+    pts = placed = [c.points for c in cores]
     d = pts[0].shape[1] if len(pts[0]) else cores[0].bounds.dim
     n_points = [len(x) for x in pts]
     if max_atoms is None:
@@ -379,8 +382,8 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
                                  on_failure="fallback")  # Alg. 3
         support = support_points(pts, plans, p=p, group_weights=beta)  # Alg. 4, in R^d
     t2 = time.perf_counter()
-    atoms = list(zip(pts, wts if wts is not None else [np.ones(len(x)) for x in pts],
-                     strict=True))
+    proxies = [] if proxy_size is None else [_subsample(x, proxy_size, public)
+                                             for x in placed]
     diag = {"coreset_sizes": n_points,
             "solver_atoms": [len(x) for x in pts],
             "atom_levels": levels,
@@ -392,7 +395,15 @@ def _coreset_barycenter(make: CoresetMaker, sizes: list[int], *, m: int, epsilon
             "projection_dim": None if proj is None else int(proj.shape[0]),
             "seconds_coreset": t1 - t0, "seconds_atoms": t_atoms - t1,
             "seconds_barycenter": t2 - t_atoms}
-    return support, diag, all(c.secure for c in cores), atoms
+    return support, diag, all(c.secure for c in cores), proxies
+
+
+def _subsample(points: np.ndarray, size: int, gen: np.random.Generator
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``size`` of ``points`` (a public uniform draw without replacement), weights 1."""
+    if len(points) > size:
+        points = points[np.sort(gen.choice(len(points), size=size, replace=False))]
+    return points, np.ones(len(points))
 
 
 def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
@@ -407,6 +418,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
                        anchor_fraction: float | None = None,
                        step: str = "lloyd",
                        balancing_rounds: int = DEFAULT_BALANCING_ROUNDS,
+                       proxy_size: int = DEFAULT_PROXY_SIZE, shrinkage: bool = True,
                        calibration: str = "analytic",
                        reg: float = 1e-3, solver: str = "sinkhorn", n_outer: int = 50,
                        n_inner: int = 100, polish: int | None = None,
@@ -484,6 +496,17 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     balancing_rounds : int
         ``step="lloyd"``: private balancing rounds of the cell counts before each step
         (0 to 10; default :data:`~privot.barycenters.lloyd_perturbation.DEFAULT_BALANCING_ROUNDS`).
+    proxy_size : int
+        ``step="lloyd"``: at most this many of each group's placed anchor-coreset points
+        (a public subsample) stand for the group in the power-weight OT solves, 100 to
+        :data:`DEFAULT_MAX_PLACED` (default
+        :data:`~privot.barycenters.lloyd_perturbation.DEFAULT_PROXY_SIZE`). Larger is
+        more faithful and slower (an OT solve of ``proxy_size`` x ``m``).
+    shrinkage : bool
+        ``step="lloyd"``: shrink each step's moves toward the previous atoms by
+        empirical Bayes, from the step's known noise
+        (:func:`~privot.barycenters.lloyd_perturbation.shrunk_step`; post-processing).
+        Default True; False releases the raw noisy step.
     calibration : {"analytic", "classic"}
         Gaussian calibration of ``"perturbation"`` (``"classic"`` is the paper's
         :math:`\sigma^2 = 2m\ln(1.25/\delta)/(\varepsilon k)^2`).
@@ -628,6 +651,9 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     if not (isinstance(anchor_fraction, (int, float)) and 0 < anchor_fraction < 1):
         raise InvalidParameterError("anchor_fraction", anchor_fraction, "a number in (0, 1)")
     check_int(balancing_rounds, "balancing_rounds", minimum=0, maximum=10)
+    check_int(proxy_size, "proxy_size", minimum=100, maximum=DEFAULT_MAX_PLACED)
+    if not isinstance(shrinkage, (bool, np.bool_)):
+        raise InvalidParameterError("shrinkage", shrinkage, "True or False")
     d = bounds.dim
     if projection_dim == "auto":
         dp = default_projection_dim(min(sizes), d, p=p)
@@ -717,6 +743,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         lplan = plan_lloyd(m=mm, dim=d, epsilon=sample.epsilon - eps_anchor,
                            delta=sample.delta,
                            balancing_rounds=balancing_rounds if anchor is None else 0,
+                           proxy_size=proxy_size, shrinkage=shrinkage,
                            steps=iterations)
     elif method == "perturbation":
         kp = (recommended_splits(min(sizes), m=mm, d=d, epsilon=sample.epsilon - eps_anchor,
@@ -780,7 +807,8 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
             anchor_u, diag, secure, proxies = _coreset_barycenter(
                 make, sizes, m=mm, epsilon=eps_anchor, p=p, projection_dim=dp, beta=beta,
                 solver=solver_kw, coreset=coreset_kw, gen=gen, max_atoms=max_atoms,
-                show=show, label="anchor coresets")
+                show=show, label="anchor coresets",
+                proxy_size=lplan.proxy_size if lplan is not None else None)
         else:
             anchor_u, _ = bounds.to_unit(anchor)
         params.update({"step": step, "anchor": "public" if anchor is not None else "coreset",

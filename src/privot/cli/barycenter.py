@@ -16,11 +16,13 @@ weighted support points and writes them into the output folder
   (epsilon, delta)-DP; ``--delta`` required. ``--step`` picks the released statistic:
   ``lloyd`` (default): noisy Lloyd steps on each group's power cells, balanced on the
   private coreset (``--balancing-rounds``, 0 to 10, default the library's 2;
+  ``--proxy-size``, placed coreset points per group in the power-weight solves;
   :mod:`privot.barycenters.lloyd_perturbation`); ``anchored``: the anchored step over
   ``--splits`` parts (paper 000 Alg. 1 / paper 001 Thm 5 with splitting;
   ``--calibration``). ``--splits`` and ``--calibration`` are refused with
-  ``--step lloyd``, ``--balancing-rounds`` with ``--step anchored``, and ``--step`` and
-  ``--balancing-rounds`` with a method that is not the perturbation one;
+  ``--step lloyd``, ``--balancing-rounds`` and ``--proxy-size`` with ``--step
+  anchored``, and ``--step``, ``--balancing-rounds`` and ``--proxy-size`` with a method
+  that is not the perturbation one;
 * ``subspace``: private projection, DP Lloyd rounds in the subspace, the barycenter of
   the private summaries, the lift (:mod:`privot.barycenters.subspace`): pure
   epsilon-DP (Laplace noise) without ``--delta``, (epsilon, delta)-DP (Gaussian noise)
@@ -95,6 +97,8 @@ PUBLISHABLE = ("support.csv", "barycenter.png", "release.json")
 PERTURBATION_STEPS = ("lloyd", "anchored")
 #: ``--balancing-rounds`` default: the library's DEFAULT_BALANCING_ROUNDS.
 DEFAULT_BALANCING_ROUNDS = 2
+#: ``--proxy-size`` default: the library's DEFAULT_PROXY_SIZE.
+DEFAULT_PROXY_SIZE = 10_000
 #: ``--calibration`` default with ``--step anchored`` (the library's default).
 DEFAULT_CALIBRATION = "analytic"
 
@@ -147,6 +151,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="perturbation with --step lloyd: private balancing rounds of the "
                         "cell counts before each step, 0 to 10 (default: "
                         f"{DEFAULT_BALANCING_ROUNDS})")
+    p.add_argument("--proxy-size", type=int, default=None, metavar="N",
+                   help="perturbation with --step lloyd: placed coreset points per group "
+                        "in the power-weight solves, 100 to 1,000,000 (default: "
+                        f"{DEFAULT_PROXY_SIZE}; larger is slower)")
     p.add_argument("--splits", type=int, default=None, metavar="K_PRIME",
                    help="perturbation with --step anchored: parts per group (default: "
                         "paper 001 Thm 8's k'*)")
@@ -289,17 +297,19 @@ def _subspace_options(args: argparse.Namespace, method: str, d: int) -> dict[str
 
 def _perturbation_options(args: argparse.Namespace, method: str) -> dict[str, Any]:
     """The perturbation keywords of ``private_barycenter`` (``step``,
-    ``balancing_rounds``, ``splits``, ``calibration``), checked before the data is read
-    (public parameters only). ``--step`` and ``--balancing-rounds`` are refused with a
-    method that is not the perturbation one; ``--splits`` and ``--calibration`` with
-    ``--step lloyd``, ``--balancing-rounds`` with ``--step anchored``.
+    ``balancing_rounds``, ``proxy_size``, ``splits``, ``calibration``), checked before
+    the data is read (public parameters only). ``--step``, ``--balancing-rounds`` and
+    ``--proxy-size`` are refused with a method that is not the perturbation one;
+    ``--splits`` and ``--calibration`` with ``--step lloyd``, ``--balancing-rounds``
+    and ``--proxy-size`` with ``--step anchored``.
 
     ``method`` is the method that will run (``auto`` never runs perturbation)."""
     from privot._validation import check_int
 
     if method != "perturbation":
         for flag, value in (("--step", args.step),
-                            ("--balancing-rounds", args.balancing_rounds)):
+                            ("--balancing-rounds", args.balancing_rounds),
+                            ("--proxy-size", args.proxy_size)):
             if value is not None:
                 ran = (f"this run has --method {args.method}" if args.method != "auto"
                        else f"--method auto runs {method} here")
@@ -321,10 +331,16 @@ def _perturbation_options(args: argparse.Namespace, method: str) -> dict[str, An
             out["balancing_rounds"] = check_int(args.balancing_rounds,
                                                 "--balancing-rounds", minimum=0,
                                                 maximum=10)
+        if args.proxy_size is not None:
+            out["proxy_size"] = check_int(args.proxy_size, "--proxy-size", minimum=100,
+                                          maximum=1_000_000)
         return out
-    if args.balancing_rounds is not None:
-        raise InvalidParameterError("--balancing-rounds", args.balancing_rounds,
-                                    "only with --step lloyd (this run has --step anchored)")
+    for flag, value in (("--balancing-rounds", args.balancing_rounds),
+                        ("--proxy-size", args.proxy_size)):
+        if value is not None:
+            raise InvalidParameterError(flag, value,
+                                        "only with --step lloyd (this run has --step "
+                                        "anchored)")
     return {"step": step, "splits": args.splits,
             "calibration": args.calibration or DEFAULT_CALIBRATION}
 

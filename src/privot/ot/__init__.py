@@ -16,7 +16,9 @@ One private module per solver family, re-exported here:
   :func:`jl_target_dim`;
 * free-support Wasserstein barycenters (paper 000, Algs. 3 and 4):
   :func:`free_support_barycenter` -> :class:`BarycenterFit`, :func:`barycenter_cost`,
-  :func:`solution_weights`, :func:`support_points`.
+  :func:`solution_weights`, :func:`support_points`;
+* power-diagram weights splitting a weighted cloud into given masses (entropic
+  semi-dual, Newton with decreasing regularisation): :func:`power_diagram_weights`.
 
 The maths is in ``docs/ot.md``.
 """
@@ -41,6 +43,7 @@ from privot.ot._one_d import (
     w2_squared_1d_with_grad,
 )
 from privot.ot._projection import gaussian_jl_matrix, jl_project, jl_target_dim
+from privot.ot._semi_discrete import power_diagram_weights
 from privot.ot._sinkhorn import SinkhornResult, sinkhorn
 from privot.ot._sliced import random_directions, sliced_w2_squared, sliced_w2_squared_with_grad
 
@@ -49,6 +52,7 @@ __all__ = [
     "ground_cost",
     "wasserstein_distance",
     "optimal_plan",
+    "power_diagram_weights",
     "BudgetedPlan",
     "budgeted_plan",
     "plan_budget",

@@ -98,7 +98,8 @@ class _GaussTables:
         else:
             d = float(1 << h) / sigma
             i = np.arange(0, int(40 / d) + 2)
-            env = d * float(np.sum(np.exp(-0.5 * (i * d) ** 2)))
+            with np.errstate(under="ignore"):  # the tail underflows to 0 by design
+                env = d * float(np.sum(np.exp(-0.5 * (i * d) ** 2)))
             self.accept = max(0.5, min(1.0, math.sqrt(math.pi / 2) / env))
 
     def _sums(self, prec: int) -> tuple[list[int], list[int], int, int, int]:
