@@ -393,7 +393,8 @@ def summary(out: dict) -> dict:
         ns = sorted(int(n) for n in agg)
         ratio = {str(n): {key: (agg[str(n)][key]["cost_mean"]
                                 / agg[str(n)]["nonprivate"]["cost_mean"])
-                          for key in ("coreset", "perturbation_k1000", "perturbation_default")}
+                          for key in ("coreset", "perturbation_k1000", "perturbation_default",
+                                      "perturbation_lloyd")}
                  for n in ns}
         big = [n for n in ns if n >= 16000]
         s["curve"] = {
@@ -402,7 +403,8 @@ def summary(out: dict) -> dict:
                      "a few tens of percent of non-private for n >= 16,000)",
             "max_ratio_n_ge_16000": {key: max(ratio[str(n)][key] for n in big)
                                      for key in ("coreset", "perturbation_k1000",
-                                                 "perturbation_default")} if big else None,
+                                                 "perturbation_default",
+                                                 "perturbation_lloyd")} if big else None,
             "perturbation_k1000_beats_coreset_at": [n for n in ns if
                                                    agg[str(n)]["perturbation_k1000"]["cost_mean"]
                                                    < agg[str(n)]["coreset"]["cost_mean"]]}
@@ -410,6 +412,12 @@ def summary(out: dict) -> dict:
 
 
 # -- plots -----------------------------------------------------------------------------
+
+LABELS = {"nonprivate": "non-private", "coreset": "private coreset (eps-DP)",
+          "perturbation_k1000": "output perturbation k'=1000",
+          "perturbation_default": "output perturbation k'=default",
+          "perturbation_lloyd": "output perturbation, noisy Lloyd step (default)",
+          "paper_procedure": "paper procedure (not a proven mechanism)"}
 
 
 def plots(out, k1_groups, k1_supports, k4_groups, k4_supports, outdir) -> None:
@@ -421,10 +429,7 @@ def plots(out, k1_groups, k1_supports, k4_groups, k4_supports, outdir) -> None:
     from privot.barycenters import plot_barycenters
 
     outline = continental_us().vertices
-    labels = {"nonprivate": "non-private", "coreset": "private coreset (eps-DP)",
-              "perturbation_k1000": "output perturbation k'=1000",
-              "perturbation_default": "output perturbation k'=default",
-              "paper_procedure": "paper procedure (not a proven mechanism)"}
+    labels = LABELS
     eps_list = sorted(k1_supports)
     fig, axes = plt.subplots(len(eps_list), 1, figsize=(10, 5.5 * len(eps_list)), squeeze=False)
     for ax, eps in zip(axes[:, 0], eps_list, strict=True):
@@ -442,32 +447,7 @@ def plots(out, k1_groups, k1_supports, k4_groups, k4_supports, outdir) -> None:
     plt.close(fig)
 
     if "curve" in out:
-        agg = out["curve"]["aggregate"]
-        ns = sorted(int(n) for n in agg)
-        fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
-        for key, col in (("nonprivate", "k"), ("coreset", "C3"),
-                         ("perturbation_k1000", "C0"), ("perturbation_default", "C2")):
-            for ax, metric in zip(axes, ("cost", "w2"), strict=True):
-                if key == "nonprivate" and metric == "w2":
-                    continue
-                mean = np.array([agg[str(n)][key][f"{metric}_mean"] for n in ns])
-                sd = np.array([agg[str(n)][key][f"{metric}_sd"] for n in ns])
-                ax.errorbar(ns, mean, yerr=sd, color=col, marker="o", capsize=3,
-                            label=labels[key])
-        trials = {str(n): agg[str(n)]["nonprivate"]["trials"] for n in ns}
-        axes[0].set_ylabel("cost [squared degrees]")
-        axes[1].set_ylabel("W2 to non-private [degrees]")
-        for ax in axes:
-            ax.set_xscale("log", base=2)
-            ax.set_xlabel("n (people sampled)")
-            ax.legend(fontsize=8)
-        axes[0].set_title(f"k=1, eps=1 (population), m={M}; trials per n: {trials}",
-                          fontsize=9)
-        axes[1].set_title("paper 000 Fig. 4 / 001 Fig. 6 analogue (GeoNames places)",
-                          fontsize=9)
-        fig.tight_layout()
-        fig.savefig(outdir / "barycenter_us_curve.png", dpi=110)
-        plt.close(fig)
+        plot_curve(out, outdir, labels)
 
     if k4_groups is not None:
         fig, ax = plt.subplots(figsize=(10, 5.5))
@@ -485,6 +465,42 @@ def plots(out, k1_groups, k1_supports, k4_groups, k4_supports, outdir) -> None:
         plt.close(fig)
 
 
+def plot_curve(out, outdir, labels) -> None:
+    """The cost and W2 curves against n (``out["curve"]``, as in the JSON)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    agg = out["curve"]["aggregate"]
+    ns = sorted(int(n) for n in agg)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    for key, col in (("nonprivate", "k"), ("coreset", "C3"),
+                     ("perturbation_k1000", "C0"), ("perturbation_default", "C2"),
+                     ("perturbation_lloyd", "C1")):
+        for ax, metric in zip(axes, ("cost", "w2"), strict=True):
+            if key == "nonprivate" and metric == "w2":
+                continue
+            mean = np.array([agg[str(n)][key][f"{metric}_mean"] for n in ns])
+            sd = np.array([agg[str(n)][key][f"{metric}_sd"] for n in ns])
+            ax.errorbar(ns, mean, yerr=sd, color=col, marker="o", capsize=3,
+                        label=labels[key])
+    trials = {str(n): agg[str(n)]["nonprivate"]["trials"] for n in ns}
+    axes[0].set_ylabel("cost [squared degrees]")
+    axes[1].set_ylabel("W2 to non-private [degrees]")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("n (people sampled)")
+        ax.legend(fontsize=8)
+    axes[0].set_title(f"k=1, eps=1 (population), m={M}; trials per n: {trials}",
+                      fontsize=9)
+    axes[1].set_title("paper 000 Fig. 4 / 001 Fig. 6 analogue (GeoNames places)",
+                      fontsize=9)
+    fig.tight_layout()
+    fig.savefig(outdir / "barycenter_us_curve.png", dpi=110)
+    plt.close(fig)
+
+
 # -- main ------------------------------------------------------------------------------
 
 
@@ -492,12 +508,21 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
+    parser.add_argument("--resummarise", action="store_true",
+                        help="recompute the summary and the curve figure from the JSON, "
+                             "run nothing")
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
     # a smoke run never overwrites the full results
     outdir = args.out_dir / "quick" if args.quick else args.out_dir
     outdir.mkdir(parents=True, exist_ok=True)
     path = outdir / "barycenter_us.json"
+    if args.resummarise:
+        done = json.loads(path.read_text())
+        done["summary"] = summary(done)
+        path.write_text(json.dumps(done, indent=2, default=float) + "\n")
+        plot_curve(done, outdir, LABELS)
+        return done
     t0 = time.perf_counter()
     warnings.simplefilter("ignore")  # solver / noise-level warnings: numbers are recorded
     root = np.random.SeedSequence(SEED)
