@@ -240,7 +240,7 @@ def plan_lloyd(*, m: int, dim: int, epsilon: float, delta: float,
         check_noise_drawable("gaussian", bal, m)
     return LloydPlan(m=m, dim=dim, balancing_rounds=balancing_rounds, steps=steps,
                      step_share=share, mu=math.nextafter(math.sqrt(total), math.inf),
-                     balancing=bal, step=step, proxy_size=proxy_size,
+                     balancing=bal, step=step, proxy_size=int(proxy_size),
                      shrinkage=bool(shrinkage))
 
 
