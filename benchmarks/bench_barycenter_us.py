@@ -28,8 +28,7 @@ Rows:
 * output perturbation (``method="perturbation"``, ``step="anchored"``: privot's
   anchored step) with ``splits=1000`` (capped at n) as the paper, and with
   ``splits=None`` (Thm 8's k'*); and with ``step="lloyd"`` (noisy Lloyd steps, the
-  library's default since issue 15; row ``perturbation_lloyd``, not in the tables below
-  until the script is rerun);
+  library's default since issue 15; row ``perturbation_lloyd``);
 * for comparison only, the **paper's procedure as written**: the non-private barycenter
   of the k k' split parts plus Gaussian noise of std ``sqrt(m)/(k k') / mu`` at the
   sample budget (analytic calibration, as eps0 > 1 there; ``paper_sigma``'s classic
