@@ -134,6 +134,7 @@ def test_barycenter_choices_and_defaults_are_the_librarys():
     assert barycenter.PERTURBATION_STEPS[0] == "lloyd"
     assert barycenter.DEFAULT_BALANCING_ROUNDS == lloyd.DEFAULT_BALANCING_ROUNDS
     assert barycenter.DEFAULT_PROXY_SIZE == lloyd.DEFAULT_PROXY_SIZE
+    assert barycenter.MAX_PROXY_SIZE == api.DEFAULT_MAX_PLACED
     assert barycenter.DEFAULT_CALIBRATION == "analytic"
 
 

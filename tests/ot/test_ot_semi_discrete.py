@@ -90,3 +90,24 @@ def test_fewer_points_than_atoms_still_answers():
     atoms = np.random.default_rng(5).uniform(-0.3, 0.3, (6, 2))
     psi = power_diagram_weights(x, np.ones(2), atoms)
     assert psi.shape == (6,) and np.all(np.isfinite(psi))
+
+
+@pytest.mark.parametrize("kw, name", [
+    ({"masses": np.array([1.0, 0.0, 1.0])}, "masses"),
+    ({"masses": np.ones(2)}, "masses"),
+    ({"tolerance": 0.0}, "tolerance"),
+    ({"max_stages": 0}, "max_stages"),
+])
+def test_bad_parameters_name_themselves(kw, name):
+    from privot.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError) as err:
+        power_diagram_weights(np.zeros((4, 2)), np.ones(4), np.eye(3, 2), **kw)
+    assert err.value.name == name
+
+
+def test_mismatched_dimensions_are_refused():
+    from privot.errors import InvalidDataError
+
+    with pytest.raises(InvalidDataError):
+        power_diagram_weights(np.zeros((4, 3)), np.ones(4), np.eye(3, 2))

@@ -268,6 +268,19 @@ def _reweighted(proxy: np.ndarray, weights: np.ndarray, atoms: np.ndarray, power
     return out if out.sum() > 0 else weights
 
 
+def _balanced_power(x: np.ndarray, atoms: np.ndarray, proxy: np.ndarray,
+                    weights: np.ndarray, plan: LloydPlan,
+                    rng: np.random.Generator | None) -> np.ndarray:
+    """One group's power weights: balanced on its proxy, then re-balanced after each of
+    the plan's noisy count releases (the only reads of ``x``, each noised)."""
+    power = power_weights(proxy, weights, atoms)
+    for _ in range(plan.balancing_rounds):
+        counts = gaussian_noise(cell_counts(x, atoms, power), plan.balancing, rng)
+        weights = _reweighted(proxy, weights, atoms, power, counts)
+        power = power_weights(proxy, weights, atoms)
+    return power
+
+
 def lloyd_perturbation(units: Sequence[np.ndarray], anchor: np.ndarray, *,
                        plan: LloydPlan, group_weights: np.ndarray,
                        proxies: Sequence[tuple[np.ndarray, np.ndarray]] | None,
@@ -305,21 +318,12 @@ def lloyd_perturbation(units: Sequence[np.ndarray], anchor: np.ndarray, *,
     k = len(units)
     count_sd = plan.step["sigma"] / RADIUS
     trajectory = []
-    bal_rounds = plan.balancing_rounds if proxies is not None else 0
     for _ in range(plan.steps):
         new = np.zeros_like(a)
         variance = np.zeros(m)
         for i, x in enumerate(units):
-            if proxies is None:
-                power = np.zeros(m)
-            else:
-                proxy, weights = proxies[i]
-                power = power_weights(proxy, weights, a)
-                w = weights
-                for _ in range(bal_rounds):
-                    counts = gaussian_noise(cell_counts(x, a, power), plan.balancing, rng)
-                    w = _reweighted(proxy, w, a, power, counts)
-                    power = power_weights(proxy, w, a)
+            power = (np.zeros(m) if proxies is None
+                     else _balanced_power(x, a, *proxies[i], plan, rng))
             stat = gaussian_noise(lloyd_statistic(x, a, power=power), plan.step, rng)
             counts = stat[:m] / RADIUS
             sums = stat[m:].reshape(m, dim)
@@ -328,8 +332,9 @@ def lloyd_perturbation(units: Sequence[np.ndarray], anchor: np.ndarray, *,
             means[ok] = sums[ok] / counts[ok, None]
             means = into_ball(means)
             new += group_weights[i] * means
-            # the delta-method variance of each noisy mean (released values only)
-            spread = (dim + (means**2).sum(axis=1) * (count_sd / plan.step["sigma"])**2)
+            # the delta-method variance of each noisy mean, sigma^2 (d + |mean|^2 / R^2)
+            # / count^2 (released values and the public sigma only)
+            spread = dim + (means**2).sum(axis=1) / RADIUS**2
             variance[ok] += (group_weights[i] * plan.step["sigma"] / counts[ok])**2 \
                 * spread[ok]
         a = shrunk_step(a, new, variance) if plan.shrinkage else new

@@ -99,6 +99,8 @@ PERTURBATION_STEPS = ("lloyd", "anchored")
 DEFAULT_BALANCING_ROUNDS = 2
 #: ``--proxy-size`` default: the library's DEFAULT_PROXY_SIZE.
 DEFAULT_PROXY_SIZE = 10_000
+#: ``--proxy-size`` at most: the library's DEFAULT_MAX_PLACED (placed points per group).
+MAX_PROXY_SIZE = 1_000_000
 #: ``--calibration`` default with ``--step anchored`` (the library's default).
 DEFAULT_CALIBRATION = "analytic"
 
@@ -153,7 +155,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"{DEFAULT_BALANCING_ROUNDS})")
     p.add_argument("--proxy-size", type=int, default=None, metavar="N",
                    help="perturbation with --step lloyd: placed coreset points per group "
-                        "in the power-weight solves, 100 to 1,000,000 (default: "
+                        f"in the power-weight solves, 100 to {MAX_PROXY_SIZE:,} (default: "
                         f"{DEFAULT_PROXY_SIZE}; larger is slower)")
     p.add_argument("--splits", type=int, default=None, metavar="K_PRIME",
                    help="perturbation with --step anchored: parts per group (default: "
@@ -333,7 +335,7 @@ def _perturbation_options(args: argparse.Namespace, method: str) -> dict[str, An
                                                 maximum=10)
         if args.proxy_size is not None:
             out["proxy_size"] = check_int(args.proxy_size, "--proxy-size", minimum=100,
-                                          maximum=1_000_000)
+                                          maximum=MAX_PROXY_SIZE)
         return out
     for flag, value in (("--balancing-rounds", args.balancing_rounds),
                         ("--proxy-size", args.proxy_size)):

@@ -94,9 +94,14 @@ def _check_metric(metric: object) -> str:
     return metric
 
 
+def squared_euclidean(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """:math:`|x_i - y_j|^2`, (n, m), without validation (callers hold checked arrays)."""
+    return cdist(x, y, metric="sqeuclidean")
+
+
 def _cost(x: np.ndarray, y: np.ndarray, p: float, metric: str) -> np.ndarray:
     if metric == "euclidean" and p == 2:
-        return cdist(x, y, metric="sqeuclidean")
+        return squared_euclidean(x, y)
     dist = cdist(x, y, metric=metric)
     return dist if p == 1 else dist**p
 

@@ -28,11 +28,27 @@ carry the masses within ``tolerance``, when a stage's Newton steps no longer con
 (the regularisation has become finer than the cloud resolves), or after ``max_stages``:
 the work is bounded by public sizes. The answer is the converged stage whose hard cells
 come closest to the targets.
+
+Privacy
+-------
+None here: this module takes no privacy parameter and adds no noise (``privot.ot``
+knows nothing about privacy). In privot its only caller is the noisy Lloyd step
+(:mod:`privot.barycenters.lloyd_perturbation`), which passes released values only (a
+public subsample of a private coreset's points, reweighted by released noisy counts)
+and the released atoms: post-processing, so it spends nothing. What a release path
+needs from it is totality, and it has it: the work is bounded by the sizes (at most
+``max_stages`` x :data:`NEWTON_STEPS` x :data:`LINE_SEARCH_STEPS` evaluations of
+:math:`P \times m` arrays), and it never raises on numerics (the Voronoi weights
+instead, whatever numpy's error settings).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from privot._validation import check_int
+from privot.errors import InvalidDataError, InvalidParameterError
+from privot.ot._exact import squared_euclidean
 
 __all__ = ["power_diagram_weights"]
 
@@ -75,7 +91,7 @@ def power_diagram_weights(points: np.ndarray, weights: np.ndarray, atoms: np.nda
         Non-negative, not all zero (normalised here).
     atoms : (m, d) array
     masses : (m,) array, optional
-        Target masses (normalised here); default uniform.
+        Positive target masses (normalised here); default uniform.
     tolerance : float
         Stop when every hard cell's mass is within ``tolerance`` of its target, relative
         (coincident atoms, which no power diagram separates, count as one atom of their
@@ -91,20 +107,28 @@ def power_diagram_weights(points: np.ndarray, weights: np.ndarray, atoms: np.nda
         whose hard cells come closest to the targets (zeros, the Voronoi diagram, if
         none did or the cloud is empty).
     """
-    m = len(atoms)
+    x = np.asarray(points, dtype=np.float64)
+    a = np.asarray(atoms, dtype=np.float64)
+    m = len(a)
+    if x.ndim != 2 or a.ndim != 2 or (len(x) and x.shape[1] != a.shape[1]):
+        raise InvalidDataError(f"points and atoms must be (P, d) and (m, d) arrays, got "
+                               f"{x.shape} and {a.shape}")
+    if masses is not None and not (np.shape(masses) == (m,) and np.all(np.asarray(masses) > 0)):
+        raise InvalidParameterError("masses", masses, f"{m} positive numbers")
+    if not (isinstance(tolerance, (int, float)) and tolerance > 0):
+        raise InvalidParameterError("tolerance", tolerance, "a number > 0")
+    check_int(max_stages, "max_stages", minimum=1)
     # exponentials underflow by design and a caller may have made numpy raise on that;
     # the answer must not depend on the caller's error settings (release paths are total)
     try:
         with np.errstate(all="ignore"):
-            return _weights(points, weights, atoms, masses, tolerance, max_stages)
+            return _weights(x, weights, a, masses, tolerance, max_stages)
     except (FloatingPointError, np.linalg.LinAlgError):
         return np.zeros(m)
 
 
-def _weights(points: np.ndarray, weights: np.ndarray, atoms: np.ndarray,
+def _weights(x: np.ndarray, weights: np.ndarray, a: np.ndarray,
              masses: np.ndarray | None, tolerance: float, max_stages: int) -> np.ndarray:
-    x = np.asarray(points, dtype=np.float64)
-    a = np.asarray(atoms, dtype=np.float64)
     m = len(a)
     w = np.asarray(weights, dtype=np.float64)
     if len(x) == 0 or m == 0 or not w.sum() > 0:
@@ -112,9 +136,7 @@ def _weights(points: np.ndarray, weights: np.ndarray, atoms: np.ndarray,
     w = w / w.sum()
     b = np.full(m, 1.0 / m) if masses is None else np.asarray(masses, np.float64)
     b = b / b.sum()
-    # |x - a|^2 = |x|^2 + |a|^2 - 2 x.a: (P, m) memory, not (P, m, d)
-    cost = np.maximum((x**2).sum(axis=1)[:, None] + (a**2).sum(axis=1)[None, :]
-                      - 2.0 * x @ a.T, 0.0)
+    cost = squared_euclidean(x, a)  # (P, m)
     eps = float(w @ (cost.max(axis=1) - cost.min(axis=1)))
     if not eps > 0:  # every point equidistant from every atom: any psi is as good
         return np.zeros(m)
