@@ -22,6 +22,12 @@ from privot.privacy import (
     laplace_mechanism,
 )
 from privot.privacy.accounting import gdp_to_delta
+from secure_bits import secure_source
+
+#: The two code paths a release can take: a seeded generator, and the production
+#: OS-CSPRNG source on a seeded byte stream (tests/secure_bits.py). Moment and
+#: goodness-of-fit checks below hold on both.
+SOURCES = [np.random.default_rng, secure_source]
 
 
 def test_laplace_scalar_release_and_ledger():
@@ -48,10 +54,11 @@ def test_laplace_output_on_grid_and_seeded_is_reproducible_and_marked():
     np.testing.assert_array_equal(scaled, np.rint(scaled))
 
 
-def test_laplace_vector_noise_has_the_calibrated_scale():
+@pytest.mark.parametrize("make_rng", SOURCES)
+def test_laplace_vector_noise_has_the_calibrated_scale(make_rng):
     # Laplace(b) has variance 2 b^2; 200k draws give the sd within 1% (z > 6 otherwise).
     rel = laplace_mechanism(np.zeros(200_000), sensitivity=3.0, epsilon=1.5,
-                            rng=np.random.default_rng(0))
+                            rng=make_rng(0))
     b = rel.params["scale"]
     assert b == pytest.approx(2.0, rel=1e-5)
     assert np.std(rel.value) == pytest.approx(math.sqrt(2) * b, rel=0.01)
@@ -59,10 +66,11 @@ def test_laplace_vector_noise_has_the_calibrated_scale():
     assert stats.kstest(rel.value[:20_000], "laplace", args=(0, b)).pvalue > 1e-4
 
 
-def test_laplace_per_coordinate_sensitivities():
+@pytest.mark.parametrize("make_rng", SOURCES)
+def test_laplace_per_coordinate_sensitivities(make_rng):
     sens = np.array([1.0, 2.0, 4.0])
     rel = laplace_mechanism(np.zeros((50_000, 3)), sensitivity=sens, epsilon=1.0,
-                            rng=np.random.default_rng(1))
+                            rng=make_rng(1))
     scales = np.asarray(rel.params["scale"])
     assert scales.shape == (50_000, 3)
     np.testing.assert_allclose(scales[0], sens, rtol=1e-5)
@@ -107,10 +115,11 @@ def test_classic_gaussian_sigma_and_its_range():
         gaussian_sigma(1.0, 0.5, 1e-5, calibration="fast")
 
 
-def test_gaussian_release_records_mu_and_noise_level():
+@pytest.mark.parametrize("make_rng", SOURCES)
+def test_gaussian_release_records_mu_and_noise_level(make_rng):
     acct = PrivacyAccountant(total_epsilon=2.0, total_delta=1e-4, composition="gdp")
     rel = gaussian_mechanism(np.zeros(100_000), sensitivity=1.0, epsilon=1.0, delta=1e-5,
-                             accountant=acct, rng=np.random.default_rng(2))
+                             accountant=acct, rng=make_rng(2))
     sigma = rel.params["sigma"]
     assert rel.cost.mu == pytest.approx(rel.params["effective_sensitivity"] / sigma)
     assert rel.params["effective_sensitivity"] <= 1.0 * (1 + 2**-19)
@@ -118,9 +127,10 @@ def test_gaussian_release_records_mu_and_noise_level():
     assert acct.ledger[0].cost.mu == rel.cost.mu
 
 
-def test_discrete_laplace_mechanism_is_integer_and_exact_scale():
+@pytest.mark.parametrize("make_rng", SOURCES)
+def test_discrete_laplace_mechanism_is_integer_and_exact_scale(make_rng):
     rel = discrete_laplace_mechanism(np.arange(100_000), sensitivity=2, epsilon=1.0,
-                                     rng=np.random.default_rng(4))
+                                     rng=make_rng(4))
     noise = rel.value - np.arange(100_000)
     assert rel.value.dtype == np.int64
     b = rel.params["scale"]
@@ -131,11 +141,12 @@ def test_discrete_laplace_mechanism_is_integer_and_exact_scale():
     assert isinstance(discrete_laplace_mechanism(3, sensitivity=1, epsilon=1.0).value, int)
 
 
-def test_exponential_mechanism_frequencies():
+@pytest.mark.parametrize("make_rng", SOURCES)
+def test_exponential_mechanism_frequencies(make_rng):
     # scores 0, 1, 2 with eps = 2, Delta = 1: p_i ~ exp(u_i). 4,000 draws; chi-square
     # goodness of fit at a 1e-4 false-alarm rate.
     scores = np.array([0.0, 1.0, 2.0])
-    rng = np.random.default_rng(5)
+    rng = make_rng(5)
     picks = [exponential_mechanism(scores, sensitivity=1.0, epsilon=2.0, rng=rng).value
              for _ in range(4000)]
     counts = np.bincount(picks, minlength=3)

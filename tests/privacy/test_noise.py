@@ -1,8 +1,10 @@
 """Tests of privot.privacy.noise: exact samplers, the 2**-k grid, entropy, bad input.
 
-Statistical tests use fixed seeds (a seeded ``numpy.random.Generator``, or ``Words``, a
-:class:`~privot.privacy.noise.BitSource` over a seeded generator that exercises the
-same code as the OS-entropy path). Each asserts a p-value above ``ALPHA = 1e-5``: for a
+Statistical tests use fixed seeds: a seeded ``numpy.random.Generator``, and
+:func:`secure_bits.secure_source`, the production OS-CSPRNG source class fed a seeded
+stream of raw bytes, so that the code path fit for publication is the one tested
+(``tests/privacy/test_noise_secure_path.py`` covers every word width and branch of that
+path). Each asserts a p-value above ``ALPHA = 1e-5``: for a
 correct sampler and a fresh seed the false-alarm rate of one assertion is 1e-5, and of
 the whole file (about 250 such assertions, counting parametrisations and the two
 sources) below 0.3% by the union bound; with the fixed seeds the outcome is
@@ -30,23 +32,10 @@ from scipy import stats
 
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.privacy import noise
+from secure_bits import secure_source, secure_sources
 
 ALPHA = 1e-5
 Z = 6.0
-
-
-class Words(noise.BitSource):
-    """Seeded words through the base-class code paths (the ones OS entropy uses)."""
-
-    def __init__(self, seed: int) -> None:
-        self.gen = np.random.default_rng(seed)
-
-    def words(self, n: int) -> np.ndarray:
-        return self.gen.integers(0, 2**64, size=n, dtype=np.uint64)
-
-
-def sources(seed: int) -> list:
-    return [np.random.default_rng(seed), Words(seed)]
 
 
 def chi2_pvalue(x: np.ndarray, support: np.ndarray, pmf: np.ndarray, min_expected=20.0
@@ -135,7 +124,7 @@ def test_dyadic_array_matches_as_integer_ratio():
 @pytest.mark.parametrize("high", [1, 2, 3, 1000, 2**31 - 1, 2**31, 2**31 + 7, 2**62 - 57,
                                   2**62])
 def test_uniform_integers_exact_bins(high):
-    for src in sources(11):
+    for src in secure_sources(11):
         n = 60_000
         x = noise.uniform_integers(high, n, rng=src)
         assert x.dtype == np.int64 and x.shape == (n,)
@@ -157,7 +146,7 @@ def test_uniform_integers_exact_bins(high):
 
 def test_uniform_integers_per_entry_highs():
     highs = np.array([3, 5, 2**40 + 3, 2**62] * 20_000, dtype=np.int64)
-    for src in sources(12):
+    for src in secure_sources(12):
         x = noise.uniform_integers(highs, rng=src)
         assert x.shape == highs.shape and np.all((x >= 0) & (x < highs))
         for h in (3, 5):
@@ -169,7 +158,7 @@ def test_uniform_integers_per_entry_highs():
                                           (2**62 - 1, 2**61), (1, 2**40)])
 def test_bernoulli_exp_matches_exp(num, den):
     p = math.exp(-num / den)
-    for src in sources(13):
+    for src in secure_sources(13):
         n = 100_000
         out = noise.bernoulli_exp(np.full(n, num), den, rng=src)
         assert out.dtype == bool and out.shape == (n,)
@@ -184,14 +173,14 @@ def test_bernoulli_exp_broadcast_mixed_gammas():
     num = np.array([[1, 2, 3], [4, 9, 0]])
     out = noise.bernoulli_exp(num, 3, rng=np.random.default_rng(14))
     assert out.shape == (2, 3)
-    big = noise.bernoulli_exp(np.tile(num.ravel(), 40_000), 3, rng=Words(15)).reshape(-1, 6)
+    big = noise.bernoulli_exp(np.tile(num.ravel(), 40_000), 3, rng=secure_source(15)).reshape(-1, 6)
     for j, g in enumerate(num.ravel()):
         assert stats.binomtest(int(big[:, j].sum()), big.shape[0],
                                math.exp(-g / 3)).pvalue > ALPHA
 
 
 def test_bernoulli_exact_ratio():
-    for src in sources(16):
+    for src in secure_sources(16):
         out = noise.bernoulli(np.full(80_000, 2), 7, rng=src)
         assert stats.binomtest(int(out.sum()), out.size, 2 / 7).pvalue > ALPHA
 
@@ -212,7 +201,7 @@ def test_bernoulli_exp_parts_huge_integer_part_is_cheap_and_exact():
 
 @pytest.mark.parametrize("b", [0.2, 1.0, 7.5, 127.9, 128.0, 1000.0, 40_000.3])
 def test_geometric_pmf(b):
-    for src in sources(21):
+    for src in secure_sources(21):
         n = 150_000
         x = noise.geometric(b, n, rng=src)
         assert x.dtype == np.int64 and x.min() >= 0
@@ -227,7 +216,7 @@ def test_geometric_pmf(b):
 
 @pytest.mark.parametrize("b", [0.05, 0.4, 1.0, 3.3, 63.9, 127.0, 128.0, 999.5, 54_321.0])
 def test_discrete_laplace_pmf_variance_and_zero(b):
-    for src in sources(22):
+    for src in secure_sources(22):
         n = 150_000
         x = noise.discrete_laplace(b, n, rng=src)
         assert x.dtype == np.int64 and x.shape == (n,)
@@ -252,7 +241,7 @@ def test_discrete_laplace_pmf_variance_and_zero(b):
 @pytest.mark.parametrize("b", [2.0**40 * (1 + 2.0**-20), 2.0**56 + 2.0**5])
 def test_discrete_laplace_huge_scales_match_continuous_laplace(b):
     # |X| / b is Exp(1) up to O(1/b): a KS test on 100k draws cannot see the lattice.
-    for src in sources(23):
+    for src in secure_sources(23):
         x = noise.discrete_laplace(b, 100_000, rng=src)
         assert stats.kstest(x / b, "laplace").pvalue > ALPHA
 
@@ -260,7 +249,7 @@ def test_discrete_laplace_huge_scales_match_continuous_laplace(b):
 def test_discrete_laplace_per_entry_scales_grouped_and_generic():
     # two distinct scales: grouped fast path
     scales = np.repeat([0.7, 300.0], 60_000)
-    x = noise.discrete_laplace(scales, rng=Words(24))
+    x = noise.discrete_laplace(scales, rng=secure_source(24))
     for b in (0.7, 300.0):
         sel = x[scales == b]
         support = np.arange(-int(25 * b) - 3, int(25 * b) + 4)
@@ -268,7 +257,7 @@ def test_discrete_laplace_per_entry_scales_grouped_and_generic():
     # many distinct scales (> _MAX_GROUPS): CKS Algorithm 2 element by element; the
     # scales differ by < 1e-9, far below what 40k draws can resolve
     scales = 2.5 + 1e-12 * np.arange(40_000)
-    x = noise.discrete_laplace(scales, rng=Words(25))
+    x = noise.discrete_laplace(scales, rng=secure_source(25))
     support = np.arange(-70, 71)
     assert chi2_pvalue(x, support, dlap_pmf(2.5, support)) > ALPHA
     g = noise.geometric(scales.reshape(200, 200), rng=np.random.default_rng(26))
@@ -288,7 +277,7 @@ def dgauss_pmf(sigma: float, support: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("sigma", [0.3, 1.0, 2.7, 16.0, 100.0, 1000.0])
 def test_discrete_gaussian_pmf_and_variance(sigma):
-    for src in sources(31):
+    for src in secure_sources(31):
         n = 120_000
         x = noise.discrete_gaussian(sigma, n, rng=src)
         assert x.dtype == np.int64 and x.shape == (n,)
@@ -303,19 +292,19 @@ def test_discrete_gaussian_pmf_and_variance(sigma):
 
 def test_discrete_gaussian_large_sigma_matches_normal():
     sigma = 1.37 * 2.0**20  # the scale secure_gaussian uses
-    for src in sources(32):
+    for src in secure_sources(32):
         x = noise.discrete_gaussian(sigma, 100_000, rng=src)
         assert stats.kstest(x / sigma, "norm").pvalue > ALPHA
 
 
 def test_discrete_gaussian_per_entry_sigmas():
     sig = np.repeat([1.0, 5.5], 50_000)
-    x = noise.discrete_gaussian(sig, rng=Words(33))
+    x = noise.discrete_gaussian(sig, rng=secure_source(33))
     for s in (1.0, 5.5):
         support = np.arange(-70, 71)
         assert chi2_pvalue(x[sig == s], support, dgauss_pmf(s, support)) > ALPHA
     sig = 1.5 + 1e-12 * np.arange(30_000)  # generic CKS Algorithm 3 path
-    x = noise.discrete_gaussian(sig, rng=Words(34))
+    x = noise.discrete_gaussian(sig, rng=secure_source(34))
     support = np.arange(-20, 21)
     assert chi2_pvalue(x, support, dgauss_pmf(1.5, support)) > ALPHA
 
@@ -326,7 +315,7 @@ def test_discrete_gaussian_per_entry_sigmas():
 @pytest.mark.usefixtures("tiny_chunks")
 def test_slow_paths_keep_the_distributions():
     n = 20_000
-    rng = Words(41)
+    rng = secure_source(41)
     for b in (0.6, 9.0, 300.0):
         x = noise.discrete_laplace(b, n, rng=rng)
         lim = int(20 * b) + 3
@@ -346,7 +335,7 @@ def test_slow_paths_keep_the_distributions():
 
 
 def test_lazy_uniform_decides_against_rationals_exactly():
-    src = Words(42)
+    src = secure_source(42)
     c = Fraction(1, 3)
     hits = sum(noise._LazyUniform(src).less(
         lambda p: noise._ratio_bounds(c.numerator, c.denominator, p)) for _ in range(20_000))
@@ -399,7 +388,7 @@ def test_polya_shares_sum_to_discrete_laplace(parties, b):
 def test_secure_laplace_on_grid_with_the_right_variance(scale):
     n = 200_000
     x = np.linspace(-3.0, 3.0, n)
-    for src in sources(61):
+    for src in secure_sources(61):
         out = noise.secure_laplace(x, scale, rng=src)
         k = noise.grid_exponent(scale)
         scaled = np.ldexp(out, k)
@@ -412,7 +401,7 @@ def test_secure_laplace_on_grid_with_the_right_variance(scale):
 def test_secure_laplace_grid_exponent_40_as_laplace_mechanism_uses():
     n = 200_000
     b = 1.0 + 2.0**-20
-    out = noise.secure_laplace(np.zeros(n), b, rng=Words(62), grid_exponent=40)
+    out = noise.secure_laplace(np.zeros(n), b, rng=secure_source(62), grid_exponent=40)
     scaled = np.ldexp(out, 40)
     np.testing.assert_array_equal(scaled, np.rint(scaled))
     assert abs(out.var() / (2 * b * b) - 1) < Z * math.sqrt(5 / n)
@@ -433,18 +422,18 @@ def test_secure_laplace_per_coordinate_scales():
 @pytest.mark.parametrize("sigma", [1.0, 0.02, 250.0])
 def test_secure_gaussian_on_grid_with_the_right_variance(sigma):
     n = 150_000
-    for src in sources(64):
+    for src in secure_sources(64):
         out = noise.secure_gaussian(np.zeros(n), sigma, rng=src)
         k = noise.grid_exponent(sigma)
         np.testing.assert_array_equal(np.ldexp(out, k), np.rint(np.ldexp(out, k)))
         assert abs(out.var() / sigma**2 - 1) < Z * math.sqrt(2 / n)
-    out = noise.secure_gaussian(np.zeros((3, 4)), np.full(4, sigma), rng=Words(65))
+    out = noise.secure_gaussian(np.zeros((3, 4)), np.full(4, sigma), rng=secure_source(65))
     assert out.shape == (3, 4)
 
 
 def test_secure_release_of_empty_and_scalar_values():
-    assert noise.secure_laplace(np.empty((0, 3)), 1.0, rng=Words(66)).shape == (0, 3)
-    out = noise.secure_gaussian(2.5, 1.0, rng=Words(67))
+    assert noise.secure_laplace(np.empty((0, 3)), 1.0, rng=secure_source(66)).shape == (0, 3)
+    out = noise.secure_gaussian(2.5, 1.0, rng=secure_source(67))
     assert np.ndim(out) == 0
 
 
@@ -492,7 +481,7 @@ def test_integer_outputs_have_the_requested_shape(scale, size, seed):
             want = (size,) if isinstance(size, int) else size
             assert isinstance(out, np.ndarray) and out.shape == want
             assert out.dtype == np.int64
-    out = noise.uniform_integers(int(scale) + 1, size, rng=Words(seed))
+    out = noise.uniform_integers(int(scale) + 1, size, rng=secure_source(seed))
     if size is not None:
         assert out.dtype == np.int64 and np.all((out >= 0) & (out <= int(scale)))
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -74,10 +75,12 @@ class BitSource:
         """Uniform integers in ``[0, high)`` (elementwise), as ``int64``.
 
         ``high`` is an int64 array (or a scalar with ``n`` draws), every entry in
-        ``[1, 2**62]``. Rejection sampling from ``w``-bit words (w = 16, 32 or 63, the
-        smallest that holds ``high``): a word ``r`` is kept when
-        ``r < 2**w - (2**w mod high)``, so ``r mod high`` is exactly uniform. A power
-        of two needs no rejection.
+        ``[1, 2**62]``. Rejection sampling from ``w``-bit words, ``w`` =
+        :func:`_word_width` of the largest bound (16, 32 or 63): a word ``r`` is kept
+        when ``r <= _accept_top(h, w) = 2**w - (2**w mod h) - 1``, so ``r mod h`` is
+        exactly uniform. The words drawn and the threshold they are compared with come
+        from the same ``w`` (one rule, used by both). A scalar power of two needs no
+        rejection.
         """
         if np.ndim(high) == 0:
             return self._uniform_scalar(int(high), int(n))
@@ -88,25 +91,22 @@ class BitSource:
         if lo == hi:
             return self._uniform_scalar(lo, h.size).reshape(h.shape)
         h = h.ravel()
-        size = h.size
-        out = np.empty(size, dtype=np.int64)
-        if hi <= 2**31:
-            top = np.int64(2**32) - (np.int64(2**32) % h) - 1
-        else:  # accept r <= 2**63 - 1 - (2**63 mod h), written without overflow
-            top = _I63 - ((_I63 % h) + 1) % h
-        sel = np.arange(size)
+        width = _word_width(hi)
+        top = _accept_top(h, width)
+        out = np.empty(h.size, dtype=np.int64)
+        sel = np.arange(h.size)
         while sel.size:
-            r = self._draw(sel.size, hi)
+            r = self._draw(sel.size, width)
             ok = r <= top[sel]
             out[sel[ok]] = r[ok] % h[sel[ok]]
             sel = sel[~ok]
         return out.reshape(np.shape(high))
 
-    def _draw(self, m: int, hi: int) -> np.ndarray:
-        """``m`` uniform words of 16, 32 or 63 bits (as int64), wide enough for ``hi``."""
-        if hi <= 2**15:
+    def _draw(self, m: int, width: int) -> np.ndarray:
+        """``m`` uniform ``width``-bit words (``width`` in {16, 32, 63}) as int64."""
+        if width == 16:
             return self.words((m + 3) // 4).view(np.uint16)[:m].astype(np.int64)
-        if hi <= 2**31:
+        if width == 32:
             return self.words((m + 1) // 2).view(np.uint32)[:m].astype(np.int64)
         return (self.words(m) >> np.uint64(1)).astype(np.int64)
 
@@ -115,30 +115,56 @@ class BitSource:
             return np.zeros(n, dtype=np.int64)
         if h & (h - 1) == 0:  # a power of two: plain bits, no rejection
             return self.bits(n, h.bit_length() - 1)
-        width = 2**16 if h <= 2**15 else 2**32 if h <= 2**31 else 2**63
-        lim = width - width % h  # accept r < lim
+        width = _word_width(h)
+        top = _accept_top(h, width)
         out = np.empty(n, dtype=np.int64)
-        r = self._draw(n, h)
-        ok = r < lim
+        r = self._draw(n, width)
+        ok = r <= top
         if ok.all():
             np.remainder(r, h, out=out)
             return out
         out[ok] = r[ok] % h
         sel = np.flatnonzero(~ok)
         while sel.size:
-            r = self._draw(sel.size, h)
-            ok = r < lim
+            r = self._draw(sel.size, width)
+            ok = r <= top
             out[sel[ok]] = r[ok] % h
             sel = sel[~ok]
         return out
 
 
+def _word_width(hi: int) -> int:
+    """Bits per word for uniform draws below bounds up to ``hi``: 16, 32 or 63, the
+    smallest with ``2**w >= 2 hi`` (so at most half of the words are rejected)."""
+    return 16 if hi <= 2**15 else 32 if hi <= 2**31 else 63
+
+
+def _accept_top(h: np.ndarray | int, width: int) -> np.ndarray | int:
+    """The largest accepted ``width``-bit word for bound(s) ``h``:
+    ``2**width - (2**width mod h) - 1``, the last word of the largest multiple of ``h``
+    that fits, so ``r mod h`` of an accepted ``r`` is exactly uniform. Exact for int64
+    arrays (the 63-bit case written without overflow) and Python ints."""
+    if isinstance(h, np.ndarray):
+        if width == 63:  # 2**63 - 1 - (2**63 mod h), with 2**63 mod h = ((2**63-1) mod h + 1) mod h
+            return _I63 - ((_I63 % h) + 1) % h
+        span = np.int64(1) << np.int64(width)
+        return span - (span % h) - 1
+    return 2**width - 2**width % h - 1
+
+
 class _OSEntropy(BitSource):
-    """Words from :func:`os.urandom`, buffered in large chunks (thread- and fork-safe)."""
+    """Words from :func:`os.urandom`, buffered in large chunks (thread- and fork-safe).
+
+    ``read`` is where the bytes come from: :func:`os.urandom` in production. Tests pass
+    a seeded stream of raw bytes instead (``tests/privacy/secure_path.py``), so that the
+    exact code that runs in production (this buffer and every method of
+    :class:`BitSource`) runs under test, reproducibly.
+    """
 
     secure = True
 
-    def __init__(self) -> None:
+    def __init__(self, read: Callable[[int], bytes] = os.urandom) -> None:
+        self._read = read
         self._lock = threading.Lock()
         self._buf = np.empty(0, dtype=np.uint64)
         self._pos = 0
@@ -158,7 +184,7 @@ class _OSEntropy(BitSource):
             head = self._buf[self._pos:]
             need = n - avail
             nbytes = max(8 * need, _CHUNK)
-            fresh = np.frombuffer(os.urandom(nbytes), dtype=np.uint64)
+            fresh = np.frombuffer(self._read(nbytes), dtype=np.uint64)
             self._buf = fresh
             self._pos = need
             out = fresh[:need]
