@@ -1,31 +1,51 @@
 # privot: the two set-up commands are `make demo` and `make test` (see README.md).
 # Every install step lives here; nothing is installed by hand.
+#
+# Installs are reproducible: every version, direct and transitive (pip, setuptools and
+# wheel included), comes from the committed lock requirements/lock.txt, passed to pip as
+# constraints, and privot itself is built without build isolation by the pinned
+# setuptools. A new release of a dependency changes nothing here until the lock is
+# refreshed: `make test-latest` runs the suite on the newest releases (in .venv-latest),
+# and `make lock` writes their versions into the lock (see README.md, "Dependencies").
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
+LOCK   := requirements/lock.txt
+LATEST := .venv-latest
 # torch is pinned: 2.13.0 resolves to the CPU wheel on the build machines, an
 # unpinned torch would pull gigabytes of CUDA packages.
 TORCH  := torch==2.13.0
 DEMO_OUT ?= privot-demo
 
-.PHONY: demo test lint java bench clean
+.PHONY: demo test lint java bench clean test-latest lock
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip setuptools wheel
 
-# Reinstall only when the package metadata changes.
-$(VENV)/.installed-demo: pyproject.toml | $(PY)
-	$(PIP) install --quiet $(TORCH)
-	$(PIP) install --quiet -e '.[demo]'
+# Reinstall only when the package metadata or the lock changes.
+$(VENV)/.installed-demo: pyproject.toml $(LOCK) | $(PY)
+	$(PIP) install --quiet -c $(LOCK) pip setuptools wheel
+	$(PIP) install --quiet -c $(LOCK) $(TORCH)
+	$(PIP) install --quiet -c $(LOCK) --no-build-isolation -e '.[demo]'
 	touch $@
 
-$(VENV)/.installed-all: pyproject.toml | $(PY)
-	$(PIP) install --quiet $(TORCH)
-	$(PIP) install --quiet -e '.[all,dev]'
+$(VENV)/.installed-all: pyproject.toml $(LOCK) | $(PY)
+	$(PIP) install --quiet -c $(LOCK) pip setuptools wheel
+	$(PIP) install --quiet -c $(LOCK) $(TORCH)
+	$(PIP) install --quiet -c $(LOCK) --no-build-isolation -e '.[all,dev]'
 	touch $@ $(VENV)/.installed-demo
+
+# The newest releases of everything pyproject.toml admits (torch stays pinned), in a
+# fresh environment of its own: what a fresh clone would run once the lock is refreshed.
+$(LATEST)/.installed: pyproject.toml
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(LATEST)/bin/python -m pip install --quiet $(TORCH)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[all,dev]'
+	touch $@
 
 # Spark needs a Java runtime; install it only when none answers.
 java:
@@ -40,6 +60,26 @@ test: $(VENV)/.installed-all java
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m pytest -q
 
+# The suite on the newest releases; the README says when to run it.
+test-latest: java
+	rm -f $(LATEST)/.installed
+	$(MAKE) $(LATEST)/.installed
+	$(LATEST)/bin/python -m pip freeze --all --exclude-editable > $(LATEST)/versions.txt
+	$(LATEST)/bin/python -m ruff check src tests benchmarks
+	$(LATEST)/bin/python -m pytest -q
+
+# Refresh the lock from the newest releases (run `make test-latest` first and commit the
+# lock only when it passes). Local version labels (torch's +cpu) are dropped, so the lock
+# names releases any index serves.
+lock:
+	rm -f $(LATEST)/.installed
+	$(MAKE) $(LATEST)/.installed
+	{ echo "# The versions make demo / make test install (pip constraints). Written by"; \
+	  echo "# 'make lock' on $$(date -u +%Y-%m-%d) with $$($(LATEST)/bin/python --version)."; \
+	  $(LATEST)/bin/python -m pip freeze --all --exclude-editable \
+	    | sed -E 's/\+[A-Za-z0-9.]+$$//' | LC_ALL=C sort -f; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+
 lint: $(VENV)/.installed-all
 	$(PY) -m ruff check src tests benchmarks
 
@@ -48,4 +88,4 @@ bench: $(VENV)/.installed-all java
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(DEMO_OUT) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LATEST) $(DEMO_OUT) .pytest_cache .ruff_cache
