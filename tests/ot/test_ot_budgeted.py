@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import ot
 import pytest
@@ -35,14 +37,23 @@ def test_the_cap_gives_a_coupling_never_an_error(n, m, seed, max_iter):
     _assert_coupling(plan, a, b)
 
 
-def test_pots_plan_at_the_cap_is_not_feasible():
-    """Why the repair is needed: at MAX_ITER_REACHED POT's plan violates the marginals."""
+def test_the_repair_makes_pots_capped_plan_a_coupling():
+    """Why the repair is needed: at its iteration cap POT's plan need not be a coupling
+    (POT 0.9 returns one that misses the column sums by more than 1e-3 here, with a
+    UserWarning; that is POT's behaviour, not asserted). Whatever POT returns, the
+    repaired plan is in Pi(a, b) and within the L1 distance of Lemma 7 (AWR 2017) of it;
+    a plan that already is a coupling is left as it is."""
     rng = np.random.default_rng(3)
     a, b = np.full(50, 1 / 50), np.full(7, 1 / 7)
     cost = ground_cost(rng.normal(size=(50, 2)), rng.normal(size=(7, 2)))
-    with pytest.warns(UserWarning):
-        plan = ot.emd(a, b, cost, numItermax=2)
-    assert np.abs(plan.sum(axis=0) - b).max() > 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # POT's, version-dependent
+        plan = np.asarray(ot.emd(a, b, cost, numItermax=2), dtype=float)
+    clean = np.where(np.isfinite(plan), np.maximum(plan, 0.0), 0.0)
+    missing = np.abs(clean.sum(axis=1) - a).sum() + np.abs(clean.sum(axis=0) - b).sum()
+    repaired = round_to_polytope(plan, a, b)
+    _assert_coupling(repaired, a, b)
+    assert np.abs(repaired - clean).sum() <= 2 * missing + 1e-12
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -1,7 +1,6 @@
 """Log-domain Sinkhorn: agreement with POT, stability at small reg, loud failures."""
 
 import dataclasses
-import warnings
 
 import numpy as np
 import ot
@@ -52,17 +51,17 @@ def test_result_fields_and_duality(problem):
     assert res.cost >= ot.emd2(a, b, cost) - 1e-12
 
 
-def test_finite_at_tiny_reg_where_pot_plain_fails():
-    # unit-scale data, two far-apart clusters: exp(-C/1e-3) underflows to 0 everywhere
+def test_finite_at_tiny_reg_where_the_kernel_underflows():
+    """Unit-scale data, two far-apart clusters, reg = 1e-3: most entries of the Gibbs
+    kernel exp(-C/reg) underflow to 0 in float64 (the largest is ~1e-173), so a solver
+    that forms the kernel cannot represent the entropic plan, whose entries are all
+    positive (POT 0.9's plain ``ot.sinkhorn`` returns a broken plan here; that is POT's
+    behaviour and is not asserted). privot works on log-potentials."""
     rng = np.random.default_rng(0)
     x = rng.random((20, 2)) * 0.3
     y = rng.random((15, 2)) * 0.3 + 0.7
     cost = ot.dist(x, y)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pot_plan = ot.sinkhorn(ot.unif(20), ot.unif(15), cost, 1e-3)
-    pot_broken = (not np.all(np.isfinite(pot_plan))) or abs(pot_plan.sum() - 1) > 1e-3
-    assert pot_broken, "POT's plain Sinkhorn was expected to under/overflow here"
+    assert np.mean(np.exp(-cost / 1e-3) == 0.0) > 0.5  # the regime, in numpy's floats
     res = sinkhorn(cost, reg=1e-3, max_iter=100_000, on_nonconvergence="raise")
     assert res.converged
     assert np.all(np.isfinite(res.plan)) and np.all(np.isfinite(res.f))

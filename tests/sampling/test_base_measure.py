@@ -2,7 +2,9 @@
 
 Brute-force oracles are LPs solved here with HiGHS (``scipy.optimize.linprog``): the
 projection of a Dirac (App. F Step 3), the WPM LP of Sec. 4 for any ``mu``, and the joint
-LP ``min_{m, q_1..q_k} max_i C_i q_i`` for the optimal base measure.
+LP ``min_{m, q_1..q_k} max_i C_i q_i`` for the optimal base measure. Each oracle value is
+certified by its primal point and dual multipliers (``tests/certified_lp.py``), never by
+the solver's status code.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ import math
 import numpy as np
 import pytest
 from scipy import integrate
-from scipy.optimize import linprog
 from scipy.special import gamma
 
+from certified_lp import certified_linprog
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.sampling._checks import check_base_measure
 from privot.sampling.base_measure import (
@@ -64,10 +66,9 @@ def _instances(n: int, seed: int):
 def _dirac_lp(c_row: np.ndarray, m: np.ndarray, eps: float) -> float:
     """min C_i q  s.t.  sum q = 1, e^-eps/2 m <= q <= e^eps/2 m  (App. F, Step 3)."""
     a, b = math.exp(-eps / 2), math.exp(eps / 2)
-    res = linprog(c_row, A_eq=np.ones((1, m.size)), b_eq=[1.0],
-                  bounds=list(zip(a * m, b * m, strict=True)), method="highs")
-    assert res.status == 0
-    return float(res.fun)
+    value, _ = certified_linprog(c_row, A_eq=np.ones((1, m.size)), b_eq=[1.0],
+                                 bounds=list(zip(a * m, b * m, strict=True)))
+    return value
 
 
 def _wpm_lp(mu: np.ndarray, cost: np.ndarray, m: np.ndarray, eps: float) -> float:
@@ -77,11 +78,10 @@ def _wpm_lp(mu: np.ndarray, cost: np.ndarray, m: np.ndarray, eps: float) -> floa
     a, b = math.exp(-eps / 2), math.exp(eps / 2)
     rows = np.kron(np.eye(k), np.ones((1, k_v)))
     cols = np.kron(np.ones((1, k)), np.eye(k_v))
-    res = linprog(cost.ravel(), A_ub=np.vstack([cols, -cols]),
-                  b_ub=np.concatenate([b * m, -a * m]), A_eq=rows, b_eq=mu,
-                  bounds=(0, None), method="highs")
-    assert res.status == 0
-    return float(res.fun)
+    value, _ = certified_linprog(cost.ravel(), A_ub=np.vstack([cols, -cols]),
+                                 b_ub=np.concatenate([b * m, -a * m]), A_eq=rows, b_eq=mu,
+                                 bounds=(0, None))
+    return value
 
 
 def _joint_lp(cost: np.ndarray, eps: float) -> float:
@@ -105,11 +105,10 @@ def _joint_lp(cost: np.ndarray, eps: float) -> float:
         rows_eq.append(eq)
     c = np.zeros(n)
     c[-1] = 1.0
-    res = linprog(c, A_ub=np.array(rows_ub), b_ub=np.zeros(len(rows_ub)),
-                  A_eq=np.array(rows_eq), b_eq=np.ones(k),
-                  bounds=[(0, None)] * (n - 1) + [(None, None)], method="highs")
-    assert res.status == 0
-    return float(res.fun)
+    value, _ = certified_linprog(c, A_ub=np.array(rows_ub), b_ub=np.zeros(len(rows_ub)),
+                                 A_eq=np.array(rows_eq), b_eq=np.ones(k),
+                                 bounds=[(0, None)] * (n - 1) + [(None, None)])
+    return value
 
 
 def _ring_cost(k: int, p: float) -> np.ndarray:

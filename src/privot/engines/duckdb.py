@@ -9,6 +9,15 @@ memory limit; only the query's result comes back.
 
 DuckDB is a core dependency (imported when the engine is built). ``{wide}`` is
 ``HUGEINT`` and ``{div}`` is ``//``.
+
+Output: a step writes nothing to stdout or stderr. DuckDB's Python client switches its
+own progress bar on in interactive sessions (the REPL, IPython/Jupyter, ``python -c``)
+and then prints it to **stdout** (a widget in Jupyter) for any query longer than
+``progress_bar_time`` (2 s by default); the engine switches it off
+(``SET enable_progress_bar = false``) on every connection it opens, whatever the
+session. Those connections are private: the engine opens a fresh in-memory one per step
+and closes it; it never takes, reuses or reconfigures a connection of the caller's (nor
+DuckDB's default connection), so a caller's own DuckDB settings are left as they are.
 """
 
 from __future__ import annotations
@@ -145,7 +154,16 @@ class DuckDBEngine:
             config["threads"] = self.threads
         if self.memory_limit is not None:
             config["memory_limit"] = self.memory_limit
-        return _duckdb().connect(":memory:", config=config)
+        con = _duckdb().connect(":memory:", config=config)
+        try:
+            # DuckDB's own progress bar (on in interactive sessions) prints to stdout:
+            # library code never writes there. A connection option (DuckDB refuses it
+            # in the connect config), set on this private connection only.
+            con.execute("SET enable_progress_bar = false")
+        except BaseException:
+            con.close()
+            raise
+        return con
 
     # -- the input view ----------------------------------------------------------------
 
