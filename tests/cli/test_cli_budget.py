@@ -250,6 +250,23 @@ def test_sample_with_ledger_needs_convert(capsys, tmp_path, points_csv):
     assert "ledger users: spent eps=2 of 5, 3 left (1 releases)" in stdout
 
 
+def test_sample_on_a_row_ledger_is_a_group_of_2(capsys, tmp_path, points_csv):
+    """Issue 23, item 3: under row-level replace-one a row can move from one user to
+    another, changing two users' reports: the release is recorded as a group of 2 (twice
+    its epsilon), and the refusal without --convert says so."""
+    led = tmp_path / "rows.db"
+    init(capsys, led, "--unit", "row", "--relation", "replace-one", epsilon=5)
+    rc, _, err = _run(capsys, sample_args(points_csv, tmp_path / "out", "--ledger", led))
+    _one_line_error(rc, err, "sample", "--convert", "group of 2")
+    rc, stdout, err = _run(capsys, sample_args(points_csv, tmp_path / "out",
+                                               "--ledger", led, "--convert"))
+    assert rc == 0, err
+    rel = _released(led, "sample")
+    assert (rel.unit, rel.relation, rel.conversion) == ("user", "local", 2)
+    assert rel.epsilon == 4.0
+    assert "ledger rows: spent eps=4 of 5, 1 left (1 releases)" in stdout
+
+
 def test_sample_cannot_go_on_an_add_remove_ledger(capsys, tmp_path, points_csv):
     led = tmp_path / "ar.db"
     init(capsys, led)
@@ -265,10 +282,11 @@ def test_a_charge_past_the_total_is_refused_with_nothing_written(capsys, tmp_pat
                                                                  command):
     led = tmp_path / "small.db"
     init(capsys, led, "--unit", "row", "--relation", "replace-one", epsilon=1.5)
-    # every release costs eps=1 on this ledger (the heatmap as a group of 2)
+    # every release costs eps=1 on this ledger (the heatmap and the local samples as a
+    # group of 2)
     make = {"heatmap": lambda o, *e: heatmap_args(points_csv, o, *e, epsilon=0.5),
             "barycenter": lambda o, *e: barycenter_args(groups_csv, o, *e, epsilon=1),
-            "sample": lambda o, *e: sample_args(points_csv, o, *e, epsilon=1)}[command]
+            "sample": lambda o, *e: sample_args(points_csv, o, *e, epsilon=0.5)}[command]
     flags = ("--ledger", led, "--convert")
     rc, _, err = _run(capsys, make(tmp_path / "first", *flags))
     assert rc == 0, err

@@ -42,8 +42,7 @@ def test_sample_writes_the_release_and_keeps_ids_curator_side(points_csv, tmp_pa
     out = tmp_path / "out"
     assert main(_args(path, out, "--mechanism", mechanism, "--variant", variant)) == 0
     samples = pd.read_csv(out / "samples.csv")
-    inside = frame[(frame["lon"] < 1) & (frame["lat"] < 1)]
-    n_users = inside["uid"].nunique()  # users with a point inside the bounds
+    n_users = frame["uid"].nunique()  # every user id reports, a point inside or not
     assert list(samples.columns) == ["x", "y", "cell"] and len(samples) == n_users
     assert samples["cell"].between(0, 63).all()
     assert samples["cell"].is_monotonic_increasing  # sorted: no user order
@@ -58,7 +57,7 @@ def test_sample_writes_the_release_and_keeps_ids_curator_side(points_csv, tmp_pa
     assert release["mechanism"]["mechanism"] == mechanism
     assert "uid" not in (out / "samples.csv").read_text()
     curator = pd.read_csv(out / "curator-samples.csv")
-    assert sorted(curator["user_id"]) == sorted(inside["uid"].unique())
+    assert sorted(curator["user_id"]) == sorted(frame["uid"].unique())
     assert sorted(curator["cell"]) == sorted(samples["cell"])
     report = json.loads((out / "curator-report.json").read_text())
     assert report["n_outside_or_unusable"] == 1
@@ -80,6 +79,56 @@ def test_wpm_samples_concentrate_where_the_users_are(points_csv, tmp_path):
     ys = (np.arange(64) // 8 + 0.5) / 8
     base = float((m / m.sum()) @ np.hypot(xs - 0.3, ys - 0.6))
     assert dist < 0.6 * base
+
+
+def _twenty_users(tmp_path, name, *, moved_outside):
+    """The same 20 users, three points each inside [0, 1]^2, but user 7 holds one point:
+    inside, or moved outside the bounds."""
+    rng = np.random.default_rng(5)
+    uid = np.append(np.repeat(np.delete(np.arange(20), 7), 3), 7)
+    frame = pd.DataFrame({"uid": uid, "lon": rng.uniform(0.05, 0.95, uid.size),
+                          "lat": rng.uniform(0.05, 0.95, uid.size)})
+    if moved_outside:
+        frame.loc[frame.index[-1], "lon"] = 5.0
+    path = tmp_path / f"{name}.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("mechanism,variant", [("wpm", "direct"), ("wpm", "linear"),
+                                               ("wpm-entropic", "direct")])
+def test_neighbouring_tables_publish_the_same_number_of_reports(tmp_path, capsys,
+                                                                 mechanism, variant):
+    """Issue 23, item 3: one user's only point moves outside the bounds. Before the fix
+    that user was dropped and 20 against 19 reports were published (release.json,
+    stdout, the rows of samples.csv): an infinite epsilon under replace-one. Now every
+    user id reports, and what is published has the same shape; release.json and stdout
+    are identical (they carry no sample)."""
+    published = []
+    for name, moved in (("a", False), ("b", True)):
+        out = tmp_path / f"out-{name}"
+        path = _twenty_users(tmp_path, name, moved_outside=moved)
+        assert main(_args(path, out, "--mechanism", mechanism, "--variant", variant)) == 0
+        printed = capsys.readouterr()
+        samples = pd.read_csv(out / "samples.csv")
+        published.append({"rows": len(samples),
+                          "release": (out / "release.json").read_bytes(),
+                          "stdout": printed.out.replace(str(out), "OUT"),
+                          "files": sorted(p.name for p in out.iterdir())})
+    assert published[0] == published[1]
+    assert published[0]["rows"] == 20
+    assert json.loads(published[0]["release"])["n_reports"] == 20
+    for name, moved in (("a", 0), ("b", 1)):  # curator-only: who had no usable point
+        report = json.loads((tmp_path / f"out-{name}" / "curator-report.json").read_text())
+        assert report["n_users_default_input"] == report["n_users_without_points_inside"]
+        assert report["n_users_default_input"] == moved
+
+
+def test_help_says_what_is_public(capsys):
+    assert main(["sample", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "What is public: the user list" in text
+    assert "group of 2" in text and "public default input" in text
 
 
 def test_same_seed_same_release(points_csv, tmp_path):

@@ -59,6 +59,8 @@ def _assert_same(a, b) -> None:
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
     assert (a.n_points, a.n_outside, a.n_users_empty) == (
         b.n_points, b.n_outside, b.n_users_empty)
+    np.testing.assert_array_equal(np.asarray(a.empty_user_ids, dtype=float),
+                                  np.asarray(b.empty_user_ids, dtype=float))
 
 
 def test_duckdb_equals_brute_force_and_the_in_memory_path(tmp_path):
@@ -67,6 +69,7 @@ def test_duckdb_equals_brute_force_and_the_in_memory_path(tmp_path):
     assert _as_dict(got) == _brute(df)
     assert got.n_points == len(df)
     assert got.n_users_empty == 1  # user 999 (only outside)
+    assert got.empty_user_ids.tolist() == [999.0]  # listed: it reports the default input
     assert got.n_points - got.n_outside == int(got.counts.sum())
     mem = user_cell_counts_in_memory(df["user"].to_numpy(), df["x"].to_numpy(),
                                      df["y"].to_numpy(), GRID)

@@ -884,12 +884,35 @@ def test_finish_records_what_ran_even_when_larger_and_warns(tmp_path):
     assert ledger.status(pld=False).basic[0] == pytest.approx(0.8)
 
 
+def test_a_user_level_local_release_is_a_group_of_2_on_a_row_ledger(tmp_path):
+    """Issue 23, item 3: under row-level replace-one a row can move from one user to
+    another, which changes two users' randomisers: a user-level local release (one
+    report per user) costs twice its epsilon there, once on a user-level ledger."""
+    from privot.privacy.ledger import conversion_factor
+
+    assert conversion_factor("user", "local", "row", "replace-one") == 2
+    assert conversion_factor("user", "local", "user", "replace-one") == 1
+    for ledger_unit in ("user", "row"):  # participation is public: never add/remove
+        assert conversion_factor("user", "local", ledger_unit, "add-remove") is None
+    rows = Ledger.create(tmp_path / "rows.ledger", epsilon=5.0, unit="row",
+                         relation="replace-one")
+    rel = rows.charge(PureEvent(0.75), capability="sample", mechanism="ldp", unit="user",
+                      relation="local", convert=True)
+    assert rel.conversion == 2 and rel.epsilon == pytest.approx(1.5)
+    assert rel.event == PureEvent(1.5)
+    users = Ledger.create(tmp_path / "users.ledger", epsilon=5.0, unit="user",
+                          relation="replace-one")
+    rel = users.charge(PureEvent(0.75), capability="sample", mechanism="ldp", unit="user",
+                       relation="local", convert=True)
+    assert rel.conversion == 1 and rel.epsilon == pytest.approx(0.75)
+
+
 def test_a_row_level_local_release_is_refused_on_a_user_ledger(tmp_path):
     from privot.privacy.ledger import conversion_factor
 
     assert conversion_factor("row", "local", "user", "replace-one") is None
-    assert conversion_factor("user", "local", "row", "replace-one") == 1
     assert conversion_factor("user", "local", "user", "replace-one") == 1
+    assert conversion_factor("row", "local", "row", "replace-one") == 1
     ledger = Ledger.create(tmp_path / "users.ledger", epsilon=5.0, unit="user",
                            relation="replace-one")
     with pytest.raises(InvalidParameterError, match="no documented"):

@@ -116,6 +116,59 @@ def test_release_path_is_total_when_the_entropic_solver_fails(monkeypatch):
     assert np.all(in_polytope(nu, mech.base_measure, 1.0))
 
 
+def test_entropic_fallback_is_per_user(monkeypatch):
+    """Issue 23, item 4: a batch the solver fails on no longer sends every user of the
+    batch to the fallback; each user is solved again alone, with its own fallback, so the
+    other users get exactly their own (solo) result."""
+    mech = make_mechanism("wpm-entropic", points=GRID, epsilon=1.0)
+    real = mechanism_module.wpm_entropic
+    poison = np.full(K, 1.0 / K)
+
+    def fails_on_poison(mu, *args, **kwargs):
+        from privot.errors import ConvergenceError
+
+        if np.any(np.all(np.atleast_2d(mu) == poison, axis=1)):
+            raise ConvergenceError("non-finite iterates")
+        return real(mu, *args, **kwargs)
+
+    monkeypatch.setattr(mechanism_module, "wpm_entropic", fails_on_poison)
+    users = _mu(5, seed=3)
+    batch = np.vstack([users[:2], poison, users[2:]])
+    nu = mech.privatize(batch)
+    fallback = mech.base_measure / mech.base_measure.sum()
+    np.testing.assert_array_equal(nu[2], fallback)
+    for row, user in zip(np.delete(nu, 2, axis=0), users, strict=True):
+        np.testing.assert_array_equal(row, mech.privatize(user))  # its own solo result
+    assert not np.allclose(np.delete(nu, 2, axis=0), fallback)
+    assert np.all(in_polytope(nu, mech.base_measure, 1.0))
+
+
+def test_a_user_the_entropic_solver_flags_alone_gets_the_fallback(monkeypatch):
+    """The solver confines a numerical failure to its row (``on_failure="flag"``): that
+    user gets the fallback, the others the batch's own results."""
+    import dataclasses
+
+    mech = make_mechanism("wpm-entropic", points=GRID, epsilon=1.0)
+    real = mechanism_module.wpm_entropic
+    users = _mu(6, seed=4)
+    clean = mech.privatize(users)
+
+    def flags_row_3(mu, *args, **kwargs):
+        assert kwargs.get("on_failure") == "flag"
+        res = real(mu, *args, **kwargs)
+        failed = np.zeros(np.atleast_2d(mu).shape[0], dtype=bool)
+        if failed.size > 3:
+            failed[3] = True
+        nu = np.array(res.nu)
+        nu[failed] = np.nan
+        return dataclasses.replace(res, nu=nu, failed=failed)
+
+    monkeypatch.setattr(mechanism_module, "wpm_entropic", flags_row_3)
+    nu = mech.privatize(users)
+    np.testing.assert_array_equal(nu[3], mech.base_measure / mech.base_measure.sum())
+    np.testing.assert_array_equal(np.delete(nu, 3, axis=0), np.delete(clean, 3, axis=0))
+
+
 def test_sample_charges_once_and_is_reproducible_with_a_seed():
     mech = make_mechanism("wpm", points=GRID, epsilon=1.0)
     acc = PrivacyAccountant(1.0)

@@ -236,6 +236,95 @@ def test_release_and_curator_split(setup):
 
 
 # ---------------------------------------------------------------------------------------
+# Who reports: every user of the (public) user list, once (issue 23, item 3)
+# ---------------------------------------------------------------------------------------
+
+
+def _twenty_users(grid: Grid, *, moved_outside: bool):
+    """The same 20 users (ids 0..19, three points each inside the bounds) except user 7,
+    whose only point is inside, or moved outside the bounds."""
+    rng = np.random.default_rng(30)
+    users = np.append(np.repeat(np.delete(np.arange(20), 7), 3), 7)
+    x, y = rng.uniform(0.05, 0.95, users.size), rng.uniform(0.05, 0.95, users.size)
+    if moved_outside:
+        x[-1] = 5.0  # user 7's only point
+    return user_cell_counts_in_memory(users, x, y, grid)
+
+
+@pytest.mark.parametrize("variant", ["direct", "linear"])
+@pytest.mark.parametrize("name", ["wpm", "wpm-entropic", "krr"])
+def test_a_user_without_a_point_inside_still_reports(variant, name):
+    """Two neighbouring tables of the same users, one user's only point moved outside the
+    bounds: the same number of reports and the same publishable description. Before the
+    fix the user was dropped: 20 against 19 reports, deterministically (an infinite
+    epsilon under replace-one)."""
+    from privot.sampling import make_mechanism
+
+    grid, pts = grid_points(4)
+    mech = make_mechanism(name, points=pts, epsilon=1.0)
+    inside = _twenty_users(grid, moved_outside=False)
+    outside = _twenty_users(grid, moved_outside=True)
+    assert inside.n_users == 20 and outside.n_users == 19  # the curator's view differs
+    got = [sample_population(c, mech, variant=variant, rng=np.random.default_rng(4))
+           for c in (inside, outside)]
+    assert got[0].n_reports == got[1].n_reports == 20
+    assert got[0].release_dict() == got[1].release_dict()
+    assert got[0].counts_per_output().sum() == got[1].counts_per_output().sum() == 20
+    assert outside.empty_user_ids.tolist() == [7]
+    np.testing.assert_array_equal(got[0].user_ids, got[1].user_ids)  # the public list
+    assert got[1].curator_report()["n_users_default_input"] == 1
+    assert got[0].curator_report()["n_users_default_input"] == 0
+
+
+@pytest.mark.parametrize("variant", ["direct", "linear"])
+def test_the_default_user_reports_as_a_user_spread_over_the_grid(setup, variant):
+    """A listed user without a distribution reports through the same mechanism and
+    epsilon as a user with one point in every cell (the public default, uniform over
+    the k inputs): with the same seed, the very same indices."""
+    grid, _, mech, channel = setup
+    users = random_users(12, 16, np.random.default_rng(31))
+    listed = make_counts(users, grid)  # ids 100..111
+    empty_ids = np.array([103, 107])
+    keep = [i for i in range(12) if 100 + i not in empty_ids]
+    sparse = make_counts([users[i] for i in keep], grid)
+    sparse = UserCellCounts(user_ids=listed.user_ids[keep], indptr=sparse.indptr,
+                            cells=sparse.cells, counts=sparse.counts, grid=grid,
+                            n_points=0, n_outside=0, n_users_empty=2,
+                            empty_user_ids=empty_ids)
+    spread = [users[i] if i in keep else {c: 1 for c in range(16)} for i in range(12)]
+    full = make_counts(spread, grid)
+    kw = {"variant": variant, "channel": channel if variant == "linear" else None,
+          "batch_size": 5}
+    a = sample_population(sparse, mech, rng=np.random.default_rng(6), **kw)
+    b = sample_population(full, mech, rng=np.random.default_rng(6), **kw)
+    np.testing.assert_array_equal(a.user_ids, np.arange(100, 112))
+    np.testing.assert_array_equal(a.indices, b.indices)
+
+
+def test_the_default_input_law_is_within_e_eps_of_every_input(setup):
+    """Exact check: the snapped law of the default user (direct: M[1/k]) and the snapped
+    Dirac channel (the worst case) have likelihood ratios <= e^eps."""
+    _, _, mech, channel = setup
+    poly = grid_polytope(mech.base_measure, epsilon=mech.epsilon)
+    default = mech.privatize(np.full(16, 1 / 16))
+    w = snap_to_polytope(np.vstack([channel, default]), polytope=poly)
+    assert ratio_at_most_exp(max_likelihood_ratio(w, poly.bits), mech.epsilon)
+
+
+def test_engine_step_lists_the_users_without_a_point_inside():
+    grid, _ = grid_points(4)
+    users = np.array(["b", "a", "c", "c", "d", None])
+    x = np.array([0.5, 7.0, np.nan, 0.2, -1.0, 0.3])
+    y = np.array([0.5, 0.5, 0.5, 0.2, 0.5, 0.3])
+    counts = user_cell_counts_in_memory(users, x, y, grid)
+    assert counts.user_ids.tolist() == ["b", "c"]
+    assert counts.empty_user_ids.tolist() == ["a", "d"] and counts.n_users_empty == 2
+    mech = RandomizedResponse(16, epsilon=1.0)
+    got = sample_population(counts, mech, rng=np.random.default_rng(0))
+    assert got.user_ids.tolist() == ["a", "b", "c", "d"] and got.n_reports == 4
+
+
+# ---------------------------------------------------------------------------------------
 # Server side
 # ---------------------------------------------------------------------------------------
 

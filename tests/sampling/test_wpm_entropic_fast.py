@@ -173,6 +173,8 @@ def test_threads_give_identical_results():
 
 
 def test_scaling_failure_falls_back_to_the_log_domain(monkeypatch):
+    """Users whose linear-scale iterate leaves the float range are redone, each alone,
+    in the log domain (here: every user)."""
     rng = np.random.default_rng(9)
     cost = cost_matrix(rng.random((10, 2)), rng.random((10, 2)))
     mu = _inputs(10, 10, 5)
@@ -180,13 +182,157 @@ def test_scaling_failure_falls_back_to_the_log_domain(monkeypatch):
     lam = 0.05 * cost.max()
     ref = wpm_entropic(mu, cost, m, 2.0, lam=lam, tol=0.0, max_iter=20, method="banded")
 
-    def fail(*args, **kwargs):
-        raise entropic_module._ScalingFailure
+    def fail(mu, *args, **kwargs):
+        return np.ones(mu.shape[0], dtype=bool)
 
     monkeypatch.setattr(entropic_module, "_solve_chunk_scaling", fail)
     res = wpm_entropic(mu, cost, m, 2.0, lam=lam, tol=0.0, max_iter=20)
     assert res.method == "banded"
-    _agree(res, ref, 0.0)
+    _agree(res, ref, 1e-13)
+    for i in range(mu.shape[0]):  # each alone: exactly the user's own log-domain run
+        solo = wpm_entropic(mu[i], cost, m, 2.0, lam=lam, tol=0.0, max_iter=20,
+                            method="banded")
+        np.testing.assert_array_equal(res.nu[i], solo.nu)
+
+
+# -- rows are independent (issue 23, item 4) ---------------------------------------------
+#
+# A user's result may depend on public quantities (parameters, the chunk's size and the
+# user's position in it, which fix how BLAS rounds a product) but never on another user's
+# data: a batch whose other rows change gives every kept row the same bits.
+
+def _row_independence_cases():
+    pts = _grid(6, 6)
+    dense = cost_matrix(pts, pts)  # euclidean p = 1: dense kernel
+    sep = cost_matrix(pts, pts, metric="sqeuclidean")  # separable kernel
+    m = np.full(36, np.exp(0.2) / 36)
+    return {
+        "scaling-dense": (dense, m, {"lam": 0.01 * dense.max()}, "scaling"),
+        "scaling-separable": (sep, m, {"lam": 0.01 * sep.max(), "kernel": "separable"},
+                              "scaling-separable"),
+        "banded": (dense, m, {"lam": 0.001 * dense.max()}, "banded"),
+        "direct": (dense, m, {"lam": 0.001 * dense.max(), "method": "direct"}, "direct"),
+    }
+
+
+def _other_rows(rng: np.random.Generator, n: int, k: int, trial: int) -> np.ndarray:
+    if trial % 3 == 0:
+        return np.eye(k)[rng.integers(0, k, n)]  # Diracs
+    if trial % 3 == 1:
+        return rng.dirichlet(np.full(k, 0.05), size=n)  # sparse, far from the kept rows
+    mu = rng.dirichlet(np.full(k, 5.0), size=n)  # spread, with tiny masses
+    mu[:, ::5] = 1e-250
+    return mu / mu.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("case", ["scaling-dense", "scaling-separable", "banded", "direct"])
+def test_other_users_data_never_changes_a_users_result(case, monkeypatch):
+    """Issue 23, item 4: a user's nu is bit-identical whatever the other users of the
+    batch hold (same batch size and position). Before the fix the warm-started scaling
+    projection stepped rows it had already accepted whenever most rows were open, and
+    refreshed the statuses of every row or only of the changed ones depending on how
+    many had changed: other users' data moved a user's nu in the last bits."""
+    cost, m, kwargs, method = _row_independence_cases()[case]
+    k = cost.shape[0]
+    rng = np.random.default_rng(21)
+    kept = _inputs(22, k, 6)
+    kept[2] = 0.0
+    kept[2, [0, 35]] = [1 - 1e-200, 1e-200]  # a huge dynamic range
+    where = np.array([0, 7, 13, 20, 31, 39])  # the kept users' positions in a batch of 40
+    others = np.setdiff1d(np.arange(40), where)
+    repaired = []
+    real_project = entropic_module.project_log
+    monkeypatch.setattr(entropic_module, "project_log",
+                        lambda *a: repaired.append(a[0].shape[0]) or real_project(*a))
+    first = None
+    for trial in range(6):
+        batch = np.empty((40, k))
+        batch[where] = kept
+        batch[others] = _other_rows(rng, others.size, k, trial)
+        res = wpm_entropic(batch, cost, m, 2.0, tol=0.0, max_iter=40, **kwargs)
+        assert res.method == method
+        if first is None:
+            first = res.nu[where]
+        np.testing.assert_array_equal(res.nu[where], first)
+    if case == "scaling-dense":  # the warm start misses: Newton steps and sorted solves
+        assert repaired, "the test should reach the projection's sorted solve"
+
+
+def test_banded_or_direct_is_chosen_per_row(monkeypatch):
+    """A row whose dynamic range needs too many band pairs is computed directly, alone;
+    before, one such row sent every row of the product to the direct path."""
+    pts = _grid(5, 5)
+    cost = cost_matrix(pts, pts)
+    m = np.full(25, 1 / 25)
+    lam = 0.001 * cost.max()
+    monkeypatch.setattr(entropic_module, "MAX_BAND_PAIRS", 6)  # 3 bands here: depth >= 2
+    deep = _inputs(23, 25, 8)  # row 0, a Dirac: its log v spans several bands
+    shallow = deep.copy()
+    shallow[0] = 1 / 25
+    base = wpm_entropic(shallow, cost, m, 2.0, lam=lam, tol=0.0, max_iter=30)
+    assert base.method == "banded"
+    res = wpm_entropic(deep, cost, m, 2.0, lam=lam, tol=0.0, max_iter=30)
+    assert res.method == "banded+direct"
+    np.testing.assert_array_equal(res.nu[1:], base.nu[1:])
+    ref = wpm_entropic(deep, cost, m, 2.0, lam=lam, tol=0.0, max_iter=30, method="direct")
+    np.testing.assert_allclose(res.nu, ref.nu, atol=1e-12, rtol=0)
+
+
+def _poison_kernels(monkeypatch, *, scaling: bool, row: int = 2):
+    """Make row ``row`` of every batched kernel product of one domain (``scaling``: the
+    linear-scale products, else the log-domain ones) NaN, as for a user whose iterate
+    leaves the float range; single-row solves are left alone."""
+    real = entropic_module._Kernels.apply
+
+    def apply(self, x, *, transpose, cost=False, linear=False):
+        out = real(self, x, transpose=transpose, cost=cost, linear=linear)
+        if linear == scaling and x.shape[0] > 1:
+            out = np.array(out)
+            out[row] = np.nan
+        return out
+
+    monkeypatch.setattr(entropic_module._Kernels, "apply", apply)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "sqeuclidean"])
+def test_a_non_finite_scaling_row_is_redone_alone(metric, monkeypatch):
+    pts = _grid(5, 5)
+    cost = cost_matrix(pts, pts, metric=metric)
+    m = np.full(25, np.exp(0.3) / 25)
+    lam = 0.01 * cost.max()
+    mu = _inputs(24, 25, 9)
+    clean = wpm_entropic(mu, cost, m, 2.0, lam=lam, tol=0.0, max_iter=30)
+    assert clean.method.startswith("scaling")
+    _poison_kernels(monkeypatch, scaling=True)
+    res = wpm_entropic(mu, cost, m, 2.0, lam=lam, tol=0.0, max_iter=30)
+    keep = np.arange(9) != 2
+    np.testing.assert_array_equal(res.nu[keep], clean.nu[keep])
+    np.testing.assert_array_equal(res.transport_cost[keep], clean.transport_cost[keep])
+    solo = wpm_entropic(mu[2], cost, m, 2.0, lam=lam, tol=0.0, max_iter=30, method="banded")
+    np.testing.assert_array_equal(res.nu[2], solo.nu)  # alone, in the log domain
+    assert not np.any(res.failed) and "banded" in res.method
+
+
+def test_a_non_finite_log_domain_row_is_flagged_alone(monkeypatch):
+    from privot.errors import ConvergenceError
+
+    pts = _grid(5, 5)
+    cost = cost_matrix(pts, pts)
+    m = np.full(25, 1 / 25)
+    lam = 0.002 * cost.max()
+    mu = _inputs(25, 25, 7)
+    clean = wpm_entropic(mu, cost, m, 2.0, lam=lam, tol=0.0, max_iter=25, method="banded")
+    _poison_kernels(monkeypatch, scaling=False)
+    with pytest.raises(ConvergenceError, match="1 of 7 users"):
+        wpm_entropic(mu, cost, m, 2.0, lam=lam, tol=0.0, max_iter=25, method="banded")
+    res = wpm_entropic(mu, cost, m, 2.0, lam=lam, tol=0.0, max_iter=25, method="banded",
+                       on_failure="flag")
+    assert res.failed.tolist() == [i == 2 for i in range(7)]
+    assert np.all(np.isnan(res.nu[2]))
+    keep = np.arange(7) != 2
+    np.testing.assert_array_equal(res.nu[keep], clean.nu[keep])
+    with pytest.raises(InvalidParameterError):
+        wpm_entropic(mu, cost, m, 2.0, lam=lam, on_failure="ignore")
 
 
 def test_tiny_and_zero_input_masses():

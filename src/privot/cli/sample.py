@@ -7,8 +7,11 @@ are still accepted), computes each user's distribution over the cells of a publi
 on the chosen engine (DuckDB, embedded; or Spark), and releases for every user one cell
 drawn from a mechanism's output inside the LDP polytope (Wasserstein projection by
 default), exactly as that user's device would; the server-side estimate of the
-population distribution from those samples is written too. Into the output folder
-(:mod:`privot.cli._output`):
+population distribution from those samples is written too. Every distinct user id of
+INPUT reports exactly once: a user with no usable point inside ``--bounds`` reports
+through the same mechanism, at the same epsilon, from the public default input (the
+uniform distribution over the grid's cells), so the number of samples is the number of
+user ids. Into the output folder (:mod:`privot.cli._output`):
 
 publishable (the public parameters and the released samples only)
     * ``samples.csv`` -- one row per released sample (``x, y, cell``: the centre of the
@@ -25,16 +28,25 @@ curator-only (never publish)
 The files are written by :meth:`privot.sampling.PopulationSample.save` (one code path
 with the library; the figure is :mod:`privot.sampling.plot`'s).
 
-In the local model the set of participating users is not hidden (each sends a report):
-the number of samples is public by assumption; each user's points are what is
-protected (unit: one user's whole distribution; relation: any two inputs of a user).
+What is public
+--------------
+In the local model the user list is public (each listed user sends one report): the
+number of samples is the number of distinct user ids of INPUT, public by assumption;
+each user's points are what is protected (unit: one user's whole distribution;
+relation: any two inputs of a user, "no usable point inside the bounds" included). On a
+budget ledger (``--ledger``, ``--convert``): a user-level replace-one ledger records the
+release at ``--epsilon`` (a group of 1: one user's data changes, the user list stays); a
+row-level replace-one ledger as a group of 2 (a row moved from one listed user to
+another changes two users' reports); an add/remove ledger refuses it (adding a user adds
+a report: participation is public). How many users had no usable point is curator-only.
 
 Privacy
 -------
 Unit: one user's whole distribution over the grid. Relation: local (any two inputs of
 one user). Sensitivity: none needed; each user's law lies in the LDP polytope of a
-public base measure (paper 003, Prop. 3.2). Guarantee: pure ``--epsilon``-LDP per user,
-one sample each, drawn exactly from certified integer weights
+public base measure (paper 003, Prop. 3.2), the public default input's too. Guarantee:
+pure ``--epsilon``-LDP per user, one sample per user of the public user list, drawn
+exactly from certified integer weights
 (``docs/privacy/sampling.md``, ``docs/privacy/sampling_device.md``). Grid, cost and
 base measure come from ``--bounds`` and ``--resolution`` only, never from the data; the
 release path is total (``privot.sampling.mechanism``).
@@ -82,8 +94,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "the grid: by default the Wasserstein Projection Mechanism (Takakura, "
                     "Liew, Hasegawa), computed "
                     "as each user's device would, with exact sampling from certified "
-                    "integer weights.",
-        epilog="Publishable: samples.csv (no user ids), base_measure.csv, estimate.csv, "
+                    "integer weights. Every distinct user id of INPUT reports exactly "
+                    "once: a user with no usable point inside --bounds reports through "
+                    "the same mechanism and epsilon from the public default input (uniform "
+                    "over the grid), so the number of samples is the number of user ids.",
+        epilog="What is public: the user list and so the number of samples (local model: "
+               "one report per user); each user's points are protected, including "
+               "whether any lies inside --bounds. On a ledger (--convert): user-level "
+               "replace-one records the release at --epsilon, row-level replace-one as a "
+               "group of 2 (a row moved between two users changes two reports), "
+               "add/remove refuses it (participation is public). "
+               "Publishable: samples.csv (no user ids), base_measure.csv, estimate.csv, "
                "sample.png, release.json. Curator-only, never publish: "
                "curator-samples.csv (samples with user ids), curator-report.json. Exit "
                "status: 0 on success, 2 on invalid input.")
@@ -184,14 +205,16 @@ def _run(args: argparse.Namespace) -> int:
     out.written_public += written["publishable"]
     out.written_curator += written["curator"]
 
-    print(f"privot sample: {released.n_reports} samples released, each epsilon = {epsilon:g} "
-          f"local DP (unit = one user's distribution; mechanism {args.mechanism}, "
-          f"{args.variant})" + ("" if released.secure else "; SEEDED: not for publication"))
+    print(f"privot sample: {released.n_reports} samples released (one per user id), each "
+          f"epsilon = {epsilon:g} local DP (unit = one user's distribution; mechanism "
+          f"{args.mechanism}, {args.variant})"
+          + ("" if released.secure else "; SEEDED: not for publication"))
     print(out.listing())
     if ledger is not None:
         print(ledger_summary(ledger))
     print(f"privot sample: curator only (not private): {counts.n_points} points read, "
-          f"{counts.n_outside} outside the bounds or unusable, {counts.n_users} users",
-          file=sys.stderr)
+          f"{counts.n_outside} outside the bounds or unusable, {counts.n_users} users with "
+          f"a point inside, {counts.n_users_empty} without (they reported from the public "
+          "default input)", file=sys.stderr)
     return 0
 

@@ -126,7 +126,8 @@ def run(ctx: DemoContext) -> Section:
         ax.imshow(img.reshape(side, side), origin="lower", extent=extent, cmap="magma",
                   interpolation="nearest")
         ax.set_title(title, fontsize=9)
-    fig.suptitle(f"One sample per storm ({counts.n_users} storms, {side} x {side} grid)",
+    fig.suptitle(f"One sample per storm ({sample_linear.n_reports} storms, {side} x {side} "
+                 "grid)",
                  fontsize=10)
     figure = save_figure(fig, ctx.output, "sampling_storms.png")
 

@@ -95,19 +95,26 @@ def conversion_factor(unit: str, relation: str, ledger_unit: str,
     u, add-remove            u, replace-one             2    replace = remove then add
     user, add-remove         row, either                2    a row change = a user change
     user, replace-one        row, replace-one           1    a row change = a user change
-    u, local                 u or row, replace-one      1    one unit's input changes
+    u, local                 u, replace-one             1    one randomiser's input changes
+    user, local              row, replace-one           2    a row moved between two users
+                                                             changes two randomisers
     anything else            --                         --   refused
     =======================  =========================  ===  =============================
 
-    A local (LDP) release has no add/remove reading (adding a user adds a report), and a
-    row-level guarantee says nothing about a user with many rows.
+    A local (LDP) release has no add/remove reading (adding a user adds a report:
+    participation is public in the local model), and a row-level guarantee says nothing
+    about a user with many rows. Reading a local release as replace-one takes its list of
+    randomisers (the user list of ``privot sample``) as public and fixed: one report per
+    listed user whatever their data (``docs/privacy/sampling.md``).
     """
     if (unit, relation) == (ledger_unit, ledger_relation):
         return 1
     if relation == "local":
-        # a row-level randomiser says nothing about a user with many rows
-        row_to_user = unit == "row" and ledger_unit == "user"
-        return 1 if ledger_relation == "replace-one" and not row_to_user else None
+        if ledger_relation != "replace-one" or (unit, ledger_unit) == ("row", "user"):
+            return None  # participation is public; a row randomiser says nothing of users
+        # replacing a row of a user-level randomiser's data may move it to another user:
+        # two randomisers' inputs change
+        return 2 if (unit, ledger_unit) == ("user", "row") else 1
     if unit == ledger_unit and relation == "add-remove" and ledger_relation == "replace-one":
         return 2
     if unit == "user" and ledger_unit == "row":

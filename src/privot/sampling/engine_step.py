@@ -13,8 +13,10 @@ so :math:`\mu_u(c) = k_{u,c} / n_u`:
   in-memory :func:`user_cell_counts_in_memory`;
 * rows with a missing user id or a missing, non-numeric, NaN or infinite coordinate, and
   rows outside the half-open bounds, are dropped (the rule reads only the row); a user
-  with no row inside has no distribution and is not listed (curator count
-  ``n_users_empty``);
+  id with no row inside has no distribution: it is listed apart, in
+  :attr:`UserCellCounts.empty_user_ids` (the user list is every distinct id of the
+  table; :func:`~privot.sampling.population.sample_population` gives such a user a
+  report of the public default, so the number of reports is the length of the list);
 * users are ordered by their id, cells increasingly within a user: the order does not
   depend on the engine or its partitioning.
 
@@ -25,7 +27,7 @@ rows, integers only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,12 +42,16 @@ __all__ = ["USER_CELLS_SQL", "UserCellCounts", "dense_distributions", "user_cell
            "user_cell_counts_in_memory"]
 
 #: The step, for both engines: ``{source}`` has columns ``u``, ``x``, ``y``; ``{cell}``
-#: is :func:`~privot.heatmaps.engine_step.cell_sql`. The row with ``cell = -1`` carries
-#: the totals (rows read in ``k``, distinct user ids in ``u_count``).
+#: is :func:`~privot.heatmaps.engine_step.cell_sql`. A row with ``cell = -2`` names a
+#: user id with no row inside (no distribution); the row with ``cell = -1`` carries the
+#: totals (rows read in ``k``, distinct user ids in ``u_count``).
 USER_CELLS_SQL = """
 WITH pts AS (SELECT u, {cell} AS cell FROM {{source}})
 SELECT u, cell, count(*) AS k, CAST(0 AS BIGINT) AS u_count
 FROM pts WHERE cell >= 0 GROUP BY u, cell
+UNION ALL
+SELECT u, CAST(-2 AS BIGINT) AS cell, CAST(0 AS BIGINT) AS k, CAST(0 AS BIGINT) AS u_count
+FROM pts WHERE u IS NOT NULL GROUP BY u HAVING max(cell) < 0
 UNION ALL
 SELECT NULL AS u, CAST(-1 AS BIGINT) AS cell, CAST(count(*) AS BIGINT) AS k,
        CAST(count(DISTINCT u) AS BIGINT) AS u_count
@@ -74,6 +80,10 @@ class UserCellCounts:
         Rows dropped (outside the bounds or unusable).
     n_users_empty : int
         User ids with no row inside (no distribution).
+    empty_user_ids : (n_users_empty,) array
+        Those user ids, sorted (default: none). With :attr:`user_ids` they make the user
+        list, every distinct user id of the table: public in the local model (each user
+        sends one report, :func:`~privot.sampling.population.sample_population`).
     """
 
     user_ids: np.ndarray
@@ -84,6 +94,7 @@ class UserCellCounts:
     n_points: int
     n_outside: int
     n_users_empty: int
+    empty_user_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def n_users(self) -> int:
@@ -125,8 +136,9 @@ def dense_distributions(indptr: np.ndarray, cells: np.ndarray, counts: np.ndarra
 
 
 def _compress(user: np.ndarray, cell: np.ndarray, count: np.ndarray, grid: Grid,
-              n_points: int, n_ids: int) -> UserCellCounts:
-    """Sort ``(user, cell, count)`` rows by user then cell and compress them."""
+              n_points: int, n_ids: int, empty: np.ndarray) -> UserCellCounts:
+    """Sort ``(user, cell, count)`` rows by user then cell and compress them; ``empty``:
+    the user ids with no row inside."""
     ids, code = (np.unique(user, return_inverse=True) if user.size
                  else (user[:0], np.zeros(0, dtype=np.int64)))
     code = code.reshape(-1).astype(np.int64)
@@ -134,9 +146,14 @@ def _compress(user: np.ndarray, cell: np.ndarray, count: np.ndarray, grid: Grid,
     code, cell, count = code[order], cell[order], count[order]
     indptr = np.searchsorted(code, np.arange(ids.size + 1)).astype(np.int64)
     inside = int(count.sum())
+    empty = np.unique(empty) if empty.size else empty[:0]
+    if ids.size + empty.size != n_ids:  # pragma: no cover (the step's own consistency)
+        raise RuntimeError(f"user_cell_counts: {ids.size} users with a point inside and "
+                           f"{empty.size} without, but {n_ids} distinct user ids")
     return UserCellCounts(user_ids=ids, indptr=indptr, cells=cell.astype(np.int64),
                           counts=count.astype(np.int64), grid=grid, n_points=n_points,
-                          n_outside=n_points - inside, n_users_empty=n_ids - ids.size)
+                          n_outside=n_points - inside, n_users_empty=n_ids - ids.size,
+                          empty_user_ids=empty)
 
 
 def user_cell_counts(source: Any, *, grid: Grid, user_column: str = "user_id",
@@ -178,11 +195,13 @@ def user_cell_counts(source: Any, *, grid: Grid, user_column: str = "user_id",
     got = eng.query(USER_CELLS_SQL.format(cell=cell_sql(grid)), source, columns=columns,
                     float_columns=("x", "y"), sep=sep, names=names)
     cell = np.asarray(got["cell"], dtype=np.int64)
-    total = int(np.flatnonzero(cell < 0)[0])
+    total = int(np.flatnonzero(cell == -1)[0])
     keep = cell >= 0
-    return _compress(np.asarray(got["u"])[keep], cell[keep],
+    users = np.asarray(got["u"])
+    return _compress(users[keep], cell[keep],
                      np.asarray(got["k"], dtype=np.int64)[keep], grid,
-                     n_points=int(got["k"][total]), n_ids=int(got["u_count"][total]))
+                     n_points=int(got["k"][total]), n_ids=int(got["u_count"][total]),
+                     empty=users[cell == -2])
 
 
 def user_cell_counts_in_memory(user_ids: object, x: object, y: object,
@@ -194,5 +213,7 @@ def user_cell_counts_in_memory(user_ids: object, x: object, y: object,
     assigned = grid.assign(pts.x, pts.y)
     key = pts.codes[assigned.kept] * np.int64(grid.n_cells) + assigned.cells
     pair, count = np.unique(key, return_counts=True)
+    inside = np.zeros(pts.n_ids, dtype=bool)
+    inside[pair // grid.n_cells] = True
     return _compress(pts.unique_ids[pair // grid.n_cells], pair % grid.n_cells, count, grid,
-                     n_points=pts.n_rows, n_ids=pts.n_ids)
+                     n_points=pts.n_rows, n_ids=pts.n_ids, empty=pts.unique_ids[~inside])

@@ -27,11 +27,21 @@ Totality
 --------
 :meth:`privatize` always answers with a data-independent amount of work on the release
 path: the entropic solver runs a fixed number of iterations (``n_iter``, no
-data-dependent stopping), and a failure of the exact solver on one user (iteration cap,
-numerical trouble; for the entropic solver, the whole batch) gives that user
-:math:`m / \sum_j m_j`, which lies in
+data-dependent stopping), and a failure of a solver on one user (iteration cap,
+numerical trouble) gives **that user** :math:`m / \sum_j m_j`, which lies in
 :math:`Q_{m,\varepsilon}` exactly when the polytope is non-empty. Either way the output
 is in the polytope, so the guarantee never depends on a solver.
+
+The fallback is per user, never per batch: one user's data must not change another
+user's output law (else that user's report would also leak the other's data). The exact
+solver runs one LP per user (users with the same input share one: it is deterministic).
+The entropic solver batches users, but its rows are
+independent (:mod:`privot.sampling.wpm_entropic`, *Users are independent*: no shared
+constant, maximum, early exit or domain choice) and it confines a numerical failure to
+the failing user's row (``on_failure="flag"``): that user gets the fallback, the others
+their own result, bit for bit. Should it still raise for a batch (an error it does not
+attribute to a user, such as a bad public parameter), every user of the batch is solved
+again alone, each with its own fallback (:meth:`WassersteinProjection._entropic_rows`).
 
 Privacy
 -------
@@ -242,20 +252,42 @@ default "best-uniform"
 
     def _privatize_rows(self, rows: np.ndarray) -> np.ndarray:
         if self.solver == "entropic":
-            try:
-                res = wpm_entropic(rows, self.cost, self.base_measure, self.epsilon,
-                                   lam=self.lam, p=self.p, max_iter=self.n_iter, tol=0.0,
-                                   on_nonconvergence="ignore")
-                return np.atleast_2d(res.nu)
-            except _SOLVER_FAILURES:  # total: see the module docstring
-                return np.tile(_fallback(self.base_measure), (rows.shape[0], 1))
-        out = np.empty((rows.shape[0], self.k_v))
-        for i, row in enumerate(rows):
+            return self._entropic_rows(rows)
+        # one LP per distinct row: the solver is deterministic, so users with the same
+        # input (the same Dirac, or the public default input of a population) share it
+        uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+        out = np.empty((uniq.shape[0], self.k_v))
+        for i, row in enumerate(uniq):
             try:
                 out[i] = wpm_exact(row, self.cost, self.base_measure, self.epsilon).nu
             except _SOLVER_FAILURES:  # total: see the module docstring
                 out[i] = _fallback(self.base_measure)
-        return out
+        return out[inverse.reshape(-1)]
+
+    def _entropic_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Algorithm 1 for a batch, the fallback per user (module docstring, *Totality*).
+
+        The solver treats the rows independently and confines a row's numerical failure
+        to that row (``on_failure="flag"``): such a user gets the fallback, the others
+        their own result. What it still raises for a whole batch is not attributed to a
+        user (a bad public parameter; by design no user's data makes the batch raise);
+        then every user is solved again alone, each with its own fallback, so that even
+        then no user's fallback is decided by another user's data.
+        """
+        try:
+            res = wpm_entropic(rows, self.cost, self.base_measure, self.epsilon,
+                               lam=self.lam, p=self.p, max_iter=self.n_iter, tol=0.0,
+                               on_nonconvergence="ignore", on_failure="flag")
+        except _SOLVER_FAILURES:  # total: see the module docstring
+            if rows.shape[0] == 1:
+                return _fallback(self.base_measure)[None, :].copy()
+            return np.concatenate([self._entropic_rows(rows[i:i + 1])
+                                   for i in range(rows.shape[0])])
+        nu = np.array(np.atleast_2d(res.nu), dtype=np.float64)
+        failed = np.atleast_1d(res.failed)
+        if np.any(failed):
+            nu[failed] = _fallback(self.base_measure)
+        return nu
 
     def worst_case_cost(self) -> float:
         r"""Thm 3.5: :math:`\sup_\mu W_p(M[\mu], \mu) = f(m)^{1/p}` (exact solver)."""

@@ -481,7 +481,10 @@ def _warm(log_s: np.ndarray, lower: np.ndarray, upper: np.ndarray, theta0: np.nd
     z = theta0[:, None] + log_s
     at_lower = z <= log_l
     at_upper = z >= log_u
-    rhs = 1.0 - at_lower @ lower - (at_upper & ~at_lower) @ upper
+    # row-wise sums (not a matrix product, whose rounding may depend on the number of
+    # rows): each row's result is the same whatever rows are solved with it
+    rhs = (1.0 - np.where(at_lower, lower, 0.0).sum(axis=1)
+           - np.where(at_upper & ~at_lower, upper, 0.0).sum(axis=1))
     with np.errstate(over="ignore", under="ignore"):
         free_sum = np.where(at_lower | at_upper, 0.0, np.exp(z)).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):

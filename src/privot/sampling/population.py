@@ -35,18 +35,49 @@ them. :attr:`PopulationSample.indices` (aligned with :attr:`PopulationSample.use
 the counts read and dropped, the snapping shift and the timings are **curator-only**
 (:meth:`PopulationSample.curator_report`).
 
-The participants are the users listed in ``counts`` (at least one point inside the public
-bounds). In the local model who participates is public (the server receives one report
-per participant) and the relation protects each participant's *data*: the number of
-reports is published, and whether a user has a point inside the bounds is not protected
-by this function. A caller who needs it protected gives such users a distribution (e.g.
-the uniform one) instead of leaving them out.
+Who reports
+-----------
+The **user list** is every distinct user id of the table: ``counts.user_ids`` (users with
+at least one usable point inside the public bounds) and ``counts.empty_user_ids`` (the
+others). It is **public**, as in every local-model deployment (the server receives one
+report per user), and **every listed user reports exactly once**: a user with no usable
+point inside the bounds reports through the same mechanism, at the same epsilon, from
+the public default input :data:`DEFAULT_INPUT`, the uniform distribution over the ``k``
+input points (direct: a sample of :math:`M[\mathbf 1/k]`; linear: a uniform cell ``i``,
+then a sample of :math:`M[\delta_i]`, whose law is :math:`(\mathbf 1/k) W`). So the
+number of reports is the length of the user list, a public number, and *whether* a user
+has a usable point is protected like the rest of their data: the default's output law
+lies in the same polytope :math:`Q_{m,\varepsilon}` as every other input's, so "no
+usable point" and "these points" are two inputs of the same eps-LDP randomiser. (Such
+users used to be left out while the number of reports was published: one user's only
+point moving outside the bounds changed it deterministically, an infinite epsilon under
+replace-one; issue 23.) The uniform input is the natural public default: it favours no
+cell, it is a function of ``k`` only, and for the linear variant it keeps the reports
+samples of :math:`\bar\mu W` for a population in which those users are spread evenly
+(the server's EM estimate sees them as such). How many users had no usable point is
+curator-only (:meth:`PopulationSample.curator_report`).
+
+What each relation makes public (``docs/privacy/sampling.md``, ``docs/privacy/budget.md``):
+
+* **local** (the guarantee stated here): any change of one user's data, including
+  having no usable point, changes one report's law by at most a factor
+  :math:`e^\varepsilon`; the user list is public.
+* **replace-one of a user** (a ledger of that relation records the release at
+  ``epsilon``, a group of 1): the user list is fixed and public; one user's data changes.
+* **replace-one of a row** (recorded as a group of 2): a row may move from one listed
+  user to another, changing two users' inputs, hence two reports. The user list is still
+  public: a change that would add or remove a distinct user id changes the number of
+  reports and is outside the relation.
+* **add/remove of a user**: not protected (adding a user adds a report: participation is
+  public in the local model); a ledger of that relation refuses the release.
 
 Privacy
 -------
 Unit: one user's whole distribution :math:`\mu_u`. Relation: local (any two inputs of one
-user; :attr:`~privot.privacy.types.Neighbouring.LOCAL`). Guarantee: pure
-:math:`\varepsilon`-LDP per user, one report each; the accountant is charged
+user, a user without a usable point included;
+:attr:`~privot.privacy.types.Neighbouring.LOCAL`). Guarantee: pure
+:math:`\varepsilon`-LDP per user, one report per user of the public user list (*Who
+reports*); the accountant is charged
 ``epsilon`` **once** before anything is drawn (every user releases one sample of their
 own data: parallel composition over users).
 
@@ -102,6 +133,7 @@ from privot.sampling.mechanism import SamplingMechanism
 
 __all__ = [
     "CURATOR_FILES",
+    "DEFAULT_INPUT",
     "PUBLISHABLE_FILES",
     "VARIANTS",
     "PopulationDiagnostics",
@@ -115,6 +147,9 @@ __all__ = [
 
 #: The two ways a population releases one sample per user.
 VARIANTS = ("direct", "linear")
+#: The public input of a listed user with no usable point inside the bounds (module
+#: docstring, *Who reports*).
+DEFAULT_INPUT = "uniform over the k input points"
 #: Default batch: users per batch so that a dense ``(batch, max(k, k_v))`` float array
 #: stays at about 32 MB.
 _BATCH_ELEMENTS = 1 << 22
@@ -151,10 +186,13 @@ class PopulationDiagnostics:
     Attributes
     ----------
     n_users : int
-        Users with a distribution (the reports).
+        Listed users (the reports).
     n_points, n_outside, n_users_empty : int or None
         From the engine step (rows read, rows dropped, user ids with no row inside);
         None when ``counts`` did not carry them.
+    n_users_default : int
+        Listed users without a usable point inside the bounds, who reported from the
+        public default input :data:`DEFAULT_INPUT`.
     max_shift : float
         Largest L1 distance between a float law and its snapped integer law (direct:
         the users' ``nu``; linear: the channel rows, a public quantity).
@@ -168,11 +206,12 @@ class PopulationDiagnostics:
     n_users_empty: int | None
     max_shift: float
     seconds: Mapping[str, float] = field(default_factory=dict)
+    n_users_default: int = 0
 
 
 @dataclass(frozen=True, repr=False)
 class PopulationSample:
-    """One eps-LDP report per user.
+    """One eps-LDP report per user of the user list.
 
     Attributes
     ----------
@@ -180,7 +219,8 @@ class PopulationSample:
         **Curator-side**: the output index of each user, aligned with :attr:`user_ids`.
         What is published is their multiset (:meth:`counts_per_output`).
     user_ids : (n_users,) array
-        **Curator-side**: ``counts.user_ids``.
+        **Curator-side**: the user list, ``counts.user_ids`` and
+        ``counts.empty_user_ids`` (sorted by id), one report each.
     variant : {"direct", "linear"}
     mechanism : mapping
         The mechanism's public description (:meth:`SamplingMechanism.release_dict`).
@@ -230,7 +270,8 @@ class PopulationSample:
 
     @property
     def n_reports(self) -> int:
-        """The number of reports (public in the local model: one per participant)."""
+        """The number of reports: the length of the public user list (one per user,
+        with a usable point inside the bounds or not)."""
         return int(self.indices.size)
 
     def counts_per_output(self) -> np.ndarray:
@@ -251,13 +292,18 @@ class PopulationSample:
                 "unit": "one user's whole distribution",
                 "relation": self.relation.value, "secure": self.secure, "bits": self.bits,
                 "k": self.k, "k_v": self.k_v, "n_reports": self.n_reports,
+                "reports": "one per user of the user list (public); a user with no usable "
+                           "point inside the bounds reports through the same mechanism "
+                           "from the public default input",
+                "default_input": DEFAULT_INPUT,
                 "published": "the multiset of released output indices, without user ids"}
 
     def curator_report(self) -> dict[str, Any]:
         """Exact counts, the snapping shift and timings: **not private, never publish**
         (nor :attr:`indices` with :attr:`user_ids`)."""
         cur = self.curator_only
-        return {"n_users": cur.n_users, "n_points": cur.n_points,
+        return {"n_users": cur.n_users, "n_users_default_input": cur.n_users_default,
+                "n_points": cur.n_points,
                 "n_outside_or_unusable": cur.n_outside, "n_users_empty": cur.n_users_empty,
                 "max_shift": cur.max_shift, "seconds": dict(cur.seconds)}
 
@@ -459,8 +505,10 @@ def _int_array(values: object, name: str) -> np.ndarray:
 
 
 def _check_counts(counts: object, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                    np.ndarray, np.ndarray]:
-    """``(user_ids, indptr, cells, counts, sizes)`` after checking the CSR structure."""
+                                                    np.ndarray, np.ndarray, np.ndarray]:
+    """``(user_ids, indptr, cells, counts, sizes, empty_user_ids)`` after checking the CSR
+    structure; ``empty_user_ids`` (none when ``counts`` has no such attribute) are the
+    listed users without a distribution."""
     needed = ("user_ids", "indptr", "cells", "counts")
     if not all(hasattr(counts, a) for a in needed):
         raise InvalidParameterError("counts", type(counts).__name__,
@@ -494,7 +542,13 @@ def _check_counts(counts: object, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
         raise InvalidParameterError("counts.counts", "<too many points>",
                                     "fewer than 2**62 points in all")
     sizes = np.add.reduceat(cnt, indptr[:-1])
-    return user_ids, indptr, cells, cnt, sizes
+    empty = getattr(counts, "empty_user_ids", None)
+    empty = user_ids[:0] if empty is None else np.asarray(empty)
+    if empty.ndim != 1 or (empty.size and np.intersect1d(empty, user_ids).size):
+        raise InvalidParameterError(
+            "counts.empty_user_ids", "<array>",
+            "a 1-D array of the user ids with no point inside, none of them in user_ids")
+    return user_ids, indptr, cells, cnt, sizes, empty
 
 
 def _check_channel(channel: object, k: int, k_v: int) -> np.ndarray:
@@ -514,18 +568,57 @@ def _check_channel(channel: object, k: int, k_v: int) -> np.ndarray:
 
 
 def _draw_own_cells(src: BitSource, indptr: np.ndarray, cells: np.ndarray, cnt: np.ndarray,
-                    sizes: np.ndarray) -> np.ndarray:
-    r"""One cell per user with probability exactly :math:`k_{u,c} / n_u`.
+                    sizes: np.ndarray, row: np.ndarray, k: int) -> np.ndarray:
+    r"""One cell per listed user: with probability exactly :math:`k_{u,c} / n_u` for a
+    user with a distribution, uniform over the ``k`` cells for the others.
 
-    A uniform integer ``t`` in ``[0, n_u)`` (exact rejection sampling), then the entry
-    ``p`` of the user with ``C_{p-1} <= s_u + t < C_p``, ``C`` the integer cumulative
-    counts and ``s_u`` the user's offset: entry ``p`` is hit by exactly ``k_p`` values.
+    ``row[i]`` is list user ``i``'s row in the compressed counts, ``-1`` for a user
+    without a distribution (the public default input, uniform over the cells). A uniform
+    integer ``t`` in ``[0, n_u)`` (``[0, k)`` for a default user; exact rejection
+    sampling), then the entry ``p`` of the user with ``C_{p-1} <= s_u + t < C_p``, ``C``
+    the integer cumulative counts and ``s_u`` the user's offset: entry ``p`` is hit by
+    exactly ``k_p`` values; a default user's cell is ``t`` itself.
     """
-    t = src.uniform_below(sizes)
+    has = row >= 0
+    t = src.uniform_below(np.where(has, sizes[np.maximum(row, 0)], k))
     cum = np.cumsum(cnt)  # total points < 2**63
     before = np.concatenate(([0], cum))[indptr[:-1]]
-    pos = np.searchsorted(cum, before + t, side="right")
-    return cells[pos]
+    pos = np.searchsorted(cum, before[row[has]] + t[has], side="right")
+    out = t.astype(np.int64)
+    out[has] = cells[pos]
+    return out
+
+
+def _list_order(user_ids: np.ndarray, empty: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The user list (``user_ids`` and ``empty``, sorted by id: the order of the public
+    list, so that which batch a user is solved in never depends on who has data) and
+    ``row``: each listed user's row in the compressed counts, ``-1`` for the users of
+    ``empty``."""
+    if not empty.size:  # the common case, already sorted by the engine step
+        return user_ids, np.arange(user_ids.size, dtype=np.int64)
+    ids = np.concatenate([user_ids, empty])
+    row = np.concatenate([np.arange(user_ids.size, dtype=np.int64),
+                          np.full(empty.size, -1, dtype=np.int64)])
+    order = np.argsort(ids, kind="stable")  # one column's ids: they sort together
+    return ids[order], row[order]
+
+
+def _dense_rows(indptr: np.ndarray, cells: np.ndarray, cnt: np.ndarray, sizes: np.ndarray,
+                row: np.ndarray, k: int) -> np.ndarray:
+    r"""``(len(row), k)`` inputs of a batch of listed users: :math:`\mu_u` for a user with a
+    distribution, the public default (uniform over the ``k`` points) for the others."""
+    has = row >= 0
+    out = np.full((row.size, k), 1.0 / k)
+    if not np.any(has):
+        return out
+    r = row[has]
+    a, b = int(r[0]), int(r[-1]) + 1
+    if b - a == r.size and np.all(np.diff(r) == 1):  # the list keeps the counts' order
+        out[has] = dense_distributions(indptr, cells, cnt, sizes, a, b, k)
+        return out
+    for i, j in zip(np.flatnonzero(has).tolist(), r.tolist(), strict=True):
+        out[i] = dense_distributions(indptr, cells, cnt, sizes, j, j + 1, k)[0]
+    return out
 
 
 def sample_population(counts: Any, mechanism: SamplingMechanism, *,
@@ -537,13 +630,21 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
                       bits: int = DEFAULT_BITS) -> PopulationSample:
     r"""One :math:`\varepsilon`-LDP report per user of a whole table.
 
+    Every user of the user list reports exactly once: the users with a distribution
+    (``counts.user_ids``) and those without a usable point inside the bounds
+    (``counts.empty_user_ids``), who report through the same mechanism, at the same
+    epsilon, from the public default input: the uniform distribution over the ``k``
+    input points (module docstring, *Who reports*). The number of reports is the length
+    of the user list, public.
+
     Parameters
     ----------
     counts : UserCellCounts
         Each user's cell counts (:func:`~privot.sampling.engine_step.user_cell_counts`,
-        any engine): ``user_ids``, ``indptr``, ``cells``, ``counts``; the cells index the
-        mechanism's ``k`` input points (when ``counts.grid`` is given, ``grid.n_cells``
-        must equal ``k``).
+        any engine): ``user_ids``, ``indptr``, ``cells``, ``counts`` and, when present,
+        ``empty_user_ids`` (the listed users without a distribution; an object without
+        that attribute lists ``user_ids`` only); the cells index the mechanism's ``k``
+        input points (when ``counts.grid`` is given, ``grid.n_cells`` must equal ``k``).
     mechanism : SamplingMechanism
         Built once from public parameters (:func:`~privot.sampling.mechanism.make_mechanism`).
     variant : {"direct", "linear"}, default "direct"
@@ -578,7 +679,8 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
         :class:`SamplingMechanism`, ``counts`` whose cells do not index its ``k`` points,
         a ``channel`` of the wrong shape, ``batch_size < 1``; naming the parameter.
     InvalidDataError
-        No user in ``counts`` (a curator refusal, before anything is charged).
+        No user in ``counts`` with a point inside the bounds (a curator refusal, before
+        anything is charged).
     BudgetExceededError
         The accountant cannot afford ``epsilon`` (nothing is drawn).
 
@@ -587,13 +689,15 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
     The work per user depends on the data only through its size ``n_u`` (linear: the
     exact uniform draw; direct: the mechanism's :meth:`privatize`, total by design, with
     a fixed iteration count for the entropic solver; the exact LP's running time varies,
-    which only the device itself sees in the local model).
+    which only the device itself sees in the local model). Users are processed in the
+    order of the user list, in batches of a public size, so which batch a user is in
+    never depends on another user's data.
 
     Privacy
     -------
     Unit: one user's whole distribution. Relation: local. Pure
-    :math:`\varepsilon`-LDP per user, one report each, charged once (module docstring;
-    ``docs/privacy/sampling.md``).
+    :math:`\varepsilon`-LDP per user, one report each, charged once; the user list and
+    the number of reports are public (module docstring; ``docs/privacy/sampling.md``).
     """
     t0 = time.perf_counter()
     if variant not in VARIANTS:
@@ -606,8 +710,9 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
         raise InvalidParameterError("accountant", accountant,
                                     "None or an object with spend() (a PrivacyAccountant)")
     k, k_v, eps = int(mechanism.k), int(mechanism.k_v), float(mechanism.epsilon)
-    user_ids, indptr, cells, cnt, sizes = _check_counts(counts, k)
-    n = int(sizes.size)
+    data_ids, indptr, cells, cnt, sizes, empty = _check_counts(counts, k)
+    user_ids, row = _list_order(data_ids, empty)  # the public user list, one report each
+    n = int(row.size)
     width = max(k, k_v)
     batch = (max(1, _BATCH_ELEMENTS // width) if batch_size is None
              else check_int(batch_size, "batch_size", minimum=1))
@@ -630,11 +735,12 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
         accountant.spend(cost, mechanism=f"ldp-population-sample ({variant})",
                          relation=Neighbouring.LOCAL,
                          params={"variant": variant, "mechanism": mechanism.name,
-                                 "k": k, "k_v": k_v, "bits": b, "users": n})
+                                 "k": k, "k_v": k_v, "bits": b, "users": n,
+                                 "default_input": DEFAULT_INPUT})
     out = np.empty(n, dtype=np.int64)
     t2 = time.perf_counter()
     if variant == "linear":
-        own = _draw_own_cells(src, indptr, cells, cnt, sizes)
+        own = _draw_own_cells(src, indptr, cells, cnt, sizes, row, k)
         for start in range(0, n, batch):
             stop = min(n, start + batch)
             out[start:stop] = draw_index(weights[own[start:stop]], b, rng=src)
@@ -644,8 +750,8 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
         for start in range(0, n, batch):
             stop = min(n, start + batch)
             ta = time.perf_counter()
-            nu = mechanism.privatize(dense_distributions(indptr, cells, cnt, sizes, start, stop,
-                                                        k))
+            nu = mechanism.privatize(_dense_rows(indptr, cells, cnt, sizes, row[start:stop],
+                                                 k))
             privatize += time.perf_counter() - ta
             got = private_sample(nu, base_measure=mechanism.base_measure, epsilon=eps,
                                  rng=src, bits=b)
@@ -662,7 +768,7 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
     diag = PopulationDiagnostics(n_users=n, n_points=_opt("n_points"),
                                  n_outside=_opt("n_outside"),
                                  n_users_empty=_opt("n_users_empty"), max_shift=shift,
-                                 seconds=seconds)
+                                 seconds=seconds, n_users_default=int(empty.size))
     grid = getattr(counts, "grid", None)
     if int(getattr(grid, "n_cells", -1)) != k:
         grid = None

@@ -50,9 +50,9 @@ lower coordinate, which exists. Hence :math:`(Kv)_i \\in [e^{-R}, k_v e^{R+\\var
 and every iteration (terms of a sum that underflow are below :math:`e^{-700}` times the
 sum's largest term). ``"auto"`` uses the scaling domain when :math:`B \\le`
 :data:`SCALING_MAX_LOG_RANGE` (680; float64 normals reach :math:`e^{\\pm 708}`): e.g.
-:math:`\\lambda \\ge 0.003 \\max C` at ``k = k_v = 400``. A chunk that still meets a
-non-finite value (a loud guard; it never happened in the tests) is redone in the log
-domain.
+:math:`\\lambda \\ge 0.003 \\max C` at ``k = k_v = 400``. A user whose iterate still
+meets a non-finite value (a loud guard; it never happened in the tests) is redone alone
+in the log domain; the other users of the chunk keep their results.
 
 *Separable kernels.* When the cost is a sum over two grid coordinates,
 :math:`C_{(a,b),(c,d)} = A_{ac} + B_{bd}` (``"sqeuclidean"``, ``"cityblock"``, or
@@ -84,13 +84,27 @@ on band ``r``, entries in :math:`(e^{-W}, 1]`), each user's vector exponents lik
 (relative to the user's own maximum), so every term lies in :math:`(e^{-2W}, 1]`;
 products with the same offset are summed in linear scale and the offsets combined by a
 log-sum-exp. ``"auto"`` uses ``"banded"`` while the number of band pairs is at most
-:data:`MAX_BAND_PAIRS`, else ``"direct"``.
+:data:`MAX_BAND_PAIRS`, else ``"direct"``, decided per user (a user whose vector spans
+too many bands is computed directly, alone).
 
 Users are processed in chunks (:data:`SCALING_CHUNK` = 256 users in the scaling domain,
 so a chunk's iterates stay in the CPU caches; else :data:`MEMORY_BUDGET` / (8 * 24 *
-max(k, 2 k_v))), optionally on ``n_jobs`` threads, and each user leaves its chunk as soon
-as it meets ``tol``, so its result does not depend on the batch it was solved in (and
-is bit-identical for any ``n_jobs``).
+max(k, 2 k_v))), optionally on ``n_jobs`` threads (bit-identical for any ``n_jobs``),
+and each user leaves its chunk as soon as it meets ``tol``.
+
+**Users are independent.** A user's result never depends on another user's data: every
+operation is either row-wise (elementwise, or a reduction along the row) or a matrix
+product over the whole chunk, whose rows do not mix; and every decision is taken from
+the user's own values: the warm start's acceptance, each Newton step (a row already
+accepted is not stepped while others are), the refresh of the projection's statuses, the
+sorted solve, the banded or direct product, and what happens on a non-finite value
+(that user alone is redone in the log domain, or marked failed, ``on_failure``; no
+exception leaves a user's row). What may still change a user's bits in the last place:
+the chunk's size, which is public (the number of users and the chunk size fix it; BLAS
+may round a product over 256 rows and over 44 rows differently), and, with ``tol > 0``
+(never on a release path), the chunk shrinking as other users converge. With
+``tol = 0``, a user's ``nu`` is bit-identical whatever the other users of its chunk hold
+(``tests/sampling/test_wpm_entropic_fast.py``; issue 23).
 
 **Measured** (``benchmarks/bench_sampling_speed.py``, 2-core VM, load ~1, one BLAS
 thread per worker, 20 x 20 grid, ``k = k_v = 400``, synthetic check-in users, ``eps = 2``,
@@ -119,7 +133,9 @@ count (up to float rounding), so one sample from it is :math:`\\varepsilon`-LDP
 ``tol=0`` to run a public, data-independent ``max_iter`` (``docs/privacy/``). The
 domain, kernel and chunking are chosen from public parameters only; within an
 iteration, the number of Newton rounds of l. 8 (and a sorted solve for a few rows)
-depends on the data, as the warm start of the log-domain projection always did.
+depends on the data, as the warm start of the log-domain projection always did. Users
+are independent (above): one user's data never changes another user's ``nu``, so the
+per-user guarantee composes in parallel over users.
 """
 
 from __future__ import annotations
@@ -188,6 +204,7 @@ ENTROPIC_METHODS = ("auto", "scaling", "banded", "direct")
 ENTROPIC_KERNELS = ("auto", "dense", "separable")
 
 _POLICIES = ("raise", "warn", "ignore")
+_FAILURE_POLICIES = ("raise", "flag")
 
 
 @dataclass(frozen=True, eq=False)
@@ -226,8 +243,13 @@ class WPMEntropicResult:
         ``"scaling"`` (dense kernel, linear scale), ``"scaling-separable"``,
         ``"banded"`` or ``"direct"`` (log domain; ``"auto"`` falls back per product
         when a vector's dynamic range needs more than :data:`MAX_BAND_PAIRS` band
-        pairs, and a scaling chunk that meets a non-finite value is redone in the log
-        domain).
+        pairs, and a user whose linear-scale iterate meets a non-finite value is redone
+        alone in the log domain).
+    failed : bool or (n,) array
+        Users whose iterate met a non-finite value in the log domain too (a loud guard:
+        never seen); only with ``on_failure="flag"`` (else the call raises). Their
+        ``nu``, ``transport_cost`` and ``marginal_error`` are NaN; the other users'
+        results are those they would have had without them (rows are independent).
     """
 
     nu: np.ndarray
@@ -240,6 +262,7 @@ class WPMEntropicResult:
     lam: float
     p: float
     method: str
+    failed: bool | np.ndarray = False
 
 
 def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float, *,
@@ -248,7 +271,8 @@ def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float,
                  chunk_size: int | None = None,
                  on_nonconvergence: Literal["raise", "warn", "ignore"] = "warn",
                  kernel: Literal["auto", "dense", "separable"] = "auto",
-                 n_jobs: int = 1) -> WPMEntropicResult:
+                 n_jobs: int = 1,
+                 on_failure: Literal["raise", "flag"] = "raise") -> WPMEntropicResult:
     """Entropic WPM by Algorithm 1, for many users at once.
 
     .. math::
@@ -305,6 +329,12 @@ def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float,
         user's result does not depend on it). With ``n_jobs > 1`` limit the BLAS
         library to one thread (e.g. ``OPENBLAS_NUM_THREADS=1``) to avoid
         oversubscription.
+    on_failure : {"raise", "flag"}, default "raise"
+        A user whose iterate meets a non-finite value in both domains (a loud guard: the
+        scaling domain's range bound and the log domain exclude it; never seen): raise
+        :class:`~privot.errors.ConvergenceError`, or return every user with those marked
+        in ``failed`` (their results NaN; a release path gives them its fallback, the
+        others are unaffected).
 
     Returns
     -------
@@ -319,7 +349,8 @@ def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float,
         an unknown ``method``/``kernel``/``on_nonconvergence``, ``cost / lam``
         overflowing, ``"scaling"``/``"separable"`` where they do not apply.
     ConvergenceError
-        A non-finite iterate (a loud guard), or no convergence with ``"raise"``.
+        A non-finite iterate (a loud guard) with ``on_failure="raise"``, or no
+        convergence with ``on_nonconvergence="raise"``.
     """
     c = check_cost(cost)
     k, k_v = c.shape
@@ -337,6 +368,8 @@ def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float,
     if on_nonconvergence not in _POLICIES:
         raise InvalidParameterError("on_nonconvergence", on_nonconvergence,
                                     f"one of {_POLICIES}")
+    if on_failure not in _FAILURE_POLICIES:
+        raise InvalidParameterError("on_failure", on_failure, f"one of {_FAILURE_POLICIES}")
     positive = np.flatnonzero(m > 0)  # nu_j = 0 is forced where m_j = 0
     with np.errstate(over="ignore"):
         finite = np.all(np.isfinite(c[:, positive] / reg))
@@ -353,13 +386,17 @@ def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float,
     def solve(start: int) -> None:
         stop = min(start + chunk, rows.shape[0])
         block, idx = rows[start:stop], np.arange(start, stop)
-        if kernels.scaling:
-            try:
-                _solve_chunk_scaling(block, idx, kernels, lo, hi, it_max, tolerance, out)
-                return
-            except _ScalingFailure:  # excluded by the a-priori bound: redo in the log domain
-                kernels.used.add(kernels.log_method)
-        _solve_chunk(block, idx, kernels, lo, hi, it_max, tolerance, out)
+        if not kernels.scaling:
+            _solve_chunk(block, idx, kernels, lo, hi, it_max, tolerance, out)
+            return
+        left = _solve_chunk_scaling(block, idx, kernels, lo, hi, it_max, tolerance, out)
+        # a user whose linear-scale iterate left the float range (excluded by the
+        # a-priori bound): that user alone is redone in the log domain, the others keep
+        # their results (rows are independent: module docstring)
+        for i in np.flatnonzero(left).tolist():
+            kernels.used.add(kernels.log_method)
+            _solve_chunk(block[i:i + 1], idx[i:i + 1], kernels, lo, hi, it_max, tolerance,
+                         out)
 
     starts = range(0, rows.shape[0], chunk)
     if jobs > 1 and len(starts) > 1:  # chunks are independent; numpy and BLAS drop the GIL
@@ -371,7 +408,7 @@ def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float,
             solve(start)
     used = "+".join(sorted(kernels.used)) or kernels.name
     return _result(out, rows, m, kernels.cols, reg, order, tolerance, used, single,
-                   on_nonconvergence)
+                   on_nonconvergence, on_failure)
 
 
 # ----------------------------------------------------------------------------- planning
@@ -544,13 +581,17 @@ class _Kernels:
             kern = self.kc_lin if cost else self.k_lin
             return x @ (kern.T if transpose else kern)
         self._prepare_log()
-        if self.method == "banded":
-            out = _banded_lse(x, self.banded_cost if cost else self.banded, transpose,
-                              self.max_pairs)
-            if out is not None:
-                self.used.add("banded")
-                return out
         g = self.g_cost if cost else self.g
+        if self.method == "banded":
+            got = _banded_lse(x, self.banded_cost if cost else self.banded, transpose,
+                              self.max_pairs)
+            if got is not None:
+                out, deep = got
+                self.used.add("banded")
+                if np.any(deep):  # those rows alone, directly (the choice is per row)
+                    self.used.add("direct")
+                    out[deep] = _direct_lse(x[deep], g.T if transpose else g)
+                return out
         self.used.add("direct")
         return _direct_lse(x, g.T if transpose else g)
 
@@ -576,22 +617,34 @@ class _Kernels:
 
 
 def _banded_lse(log_x: np.ndarray, banded: _Banded, transpose: bool,
-                max_pairs: int) -> np.ndarray | None:
-    """Log-sum-exp products by banded GEMMs; ``None`` when more than ``max_pairs`` pairs.
+                max_pairs: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Log-sum-exp products by banded GEMMs: ``(out, deep)``, where the rows marked in
+    ``deep`` need more than ``max_pairs`` band pairs and are left to the caller (their
+    ``out`` rows are meaningless); ``None`` when every row does.
 
     Row ``u`` of ``log_x`` is cut into bands ``X_t`` by depth below its own maximum;
     every term of ``X_t K_r`` is in ``(e^{-2W}, 1]`` (no underflow), products of equal
-    offset ``d = t + r`` are added, and the offsets combined by a log-sum-exp.
+    offset ``d = t + r`` are added, and the offsets combined by a log-sum-exp. The
+    choice is per row, and a row's result does not depend on the depths of the others:
+    a row shallower than the deepest one only adds exact zeros to the sums of the
+    deeper offsets (its ``X_t`` are zero there), which leaves its bits unchanged.
     """
+    log_x = np.asarray(log_x, dtype=np.float64)
     n = log_x.shape[0]
     width = banded.bands[0][1].shape[0 if transpose else 1] if banded.bands else 0
     top_x = log_x.max(axis=1)
     top_x = np.where(np.isfinite(top_x), top_x, 0.0)
     gap = top_x[:, None] - log_x  # >= 0, +inf for zero entries
     depth = np.floor(gap * (1.0 / BAND))
-    deepest = int(np.max(depth, where=np.isfinite(depth), initial=0.0))
-    if (deepest + 1) * len(banded.bands) > max_pairs:
+    row_depth = np.max(depth, axis=1, where=np.isfinite(depth), initial=0.0)
+    deep = (row_depth + 1) * len(banded.bands) > max_pairs
+    if np.all(deep):
         return None
+    if np.any(deep):  # out of the banded products (0: one level, no cost)
+        gap[deep] = 0.0
+        depth[deep] = 0.0
+        row_depth[deep] = 0.0
+    deepest = int(row_depth.max(initial=0.0))
     if deepest > 0:
         gap -= np.where(np.isfinite(depth), depth, 0.0) * BAND
     with np.errstate(under="ignore"):
@@ -613,7 +666,7 @@ def _banded_lse(log_x: np.ndarray, banded: _Banded, transpose: bool,
             else:
                 sums[d] = prod
     if not sums:
-        return np.full((n, width), -np.inf)
+        return np.full((n, width), -np.inf), deep
     with np.errstate(divide="ignore"):
         logs = [np.log(sums[d]) - d * BAND for d in sorted(sums)]
     if len(logs) == 1:
@@ -625,7 +678,7 @@ def _banded_lse(log_x: np.ndarray, banded: _Banded, transpose: bool,
         with np.errstate(under="ignore", divide="ignore"):
             total = safe + np.log(np.exp(stack - safe[None]).sum(axis=0))
     total += top_x[:, None] + banded.top
-    return total
+    return total, deep
 
 
 def _direct_lse(log_x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
@@ -656,6 +709,7 @@ class _Output:
         self.error = np.zeros(n)
         self.n_iter = np.zeros(n, dtype=np.int64)
         self.converged = np.zeros(n, dtype=bool)
+        self.failed = np.zeros(n, dtype=bool)
 
 
 def _default_chunk(k: int, k_v: int) -> int:
@@ -663,11 +717,44 @@ def _default_chunk(k: int, k_v: int) -> int:
     return max(1, MEMORY_BUDGET // (8 * 24 * max(k, 2 * k_v)))
 
 
-def _check_finite(x: np.ndarray, what: str, it: int) -> None:
-    if not np.all(np.isfinite(x)):
-        raise ConvergenceError(
-            f"entropic WPM: {what} became non-finite at iteration {it}; this should not "
-            "happen in the log domain (please report), try another method")
+def _contain(x: np.ndarray, failed: np.ndarray, rows: np.ndarray) -> None:
+    """Rows of ``x`` with a non-finite entry (cannot happen in the log domain: a loud
+    guard) are marked in ``failed[rows]`` and set to 0, so that the other rows, which
+    never read them, go on unchanged and the marked ones stay finite."""
+    bad = ~np.all(np.isfinite(x), axis=1)
+    if np.any(bad):
+        failed[rows[bad]] = True
+        x[bad] = 0.0
+
+
+def _project_rows(log_s: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                  theta0: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~privot.sampling.polytope.project_log`, a failure confined to its row.
+
+    ``project_log`` works row by row (row-wise reductions only), so solving the rows one
+    at a time gives each the bits of the batched call; that is done only when the
+    batched call raises (never seen for finite input), and a row that still raises is
+    returned marked, with :math:`\\log q = \\log \\ell`. Returns ``(log_q, theta, failed)``.
+    """
+    try:
+        log_q, theta = project_log(log_s, lower, upper, theta0)
+        return log_q, theta, np.zeros(log_s.shape[0], dtype=bool)
+    except (ConvergenceError, ValueError):
+        pass
+    n = log_s.shape[0]
+    with np.errstate(divide="ignore"):
+        log_q = np.broadcast_to(np.log(lower), log_s.shape).copy()
+    theta = np.zeros(n) if theta0 is None else np.array(theta0, dtype=np.float64)
+    failed = np.zeros(n, dtype=bool)
+    for i in range(n):
+        try:
+            lq, th = project_log(log_s[i:i + 1], lower, upper,
+                                 None if theta0 is None else theta0[i:i + 1])
+        except (ConvergenceError, ValueError):
+            failed[i] = True
+            continue
+        log_q[i], theta[i] = lq[0], th[0]
+    return log_q, theta, failed
 
 
 def _row_error(mu: np.ndarray, log_u_prev: np.ndarray, log_u: np.ndarray) -> np.ndarray:
@@ -680,16 +767,23 @@ def _row_error(mu: np.ndarray, log_u_prev: np.ndarray, log_u: np.ndarray) -> np.
 
 def _solve_chunk(mu: np.ndarray, idx: np.ndarray, kernels: _Kernels, lower: np.ndarray,
                  upper: np.ndarray, max_iter: int, tol: float, out: _Output) -> None:
-    """Algorithm 1 in the log domain for one chunk, each user stopped on its own."""
+    """Algorithm 1 in the log domain for one chunk, each user stopped on its own.
+
+    A user whose iterate meets a non-finite value (a loud guard: it cannot happen here)
+    is marked in ``out.failed`` and its row neutralised (:func:`_contain`); the others,
+    which never read that row, are not affected.
+    """
     with np.errstate(divide="ignore"):
         log_mu = np.log(mu)
     active = np.arange(mu.shape[0])
+    failed = out.failed
     with np.errstate(divide="ignore"):
-        log_v = np.broadcast_to(np.log(upper > 0), (mu.shape[0], lower.size)).copy()  # l. 3
+        log_v = np.broadcast_to(np.log((upper > 0).astype(np.float64)),  # l. 3
+                                (mu.shape[0], lower.size)).copy()
     log_q = log_u_prev = theta = None
     for it in range(1, max_iter + 2):
         log_kv = kernels.apply(log_v, transpose=True)  # log (K v)
-        _check_finite(log_kv, "K v", it)
+        _contain(log_kv, failed, idx[active])
         log_u = log_mu[active] - log_kv  # l. 6
         if log_u_prev is not None and (tol > 0 or it > max_iter):
             err = _row_error(mu[active], log_u_prev, log_u)
@@ -705,8 +799,9 @@ def _solve_chunk(mu: np.ndarray, idx: np.ndarray, kernels: _Kernels, lower: np.n
                 if not active.size:
                     return
         log_s = kernels.apply(log_u, transpose=False)  # l. 7: log (K^T u)
-        _check_finite(log_s, "K^T u", it)
-        log_q, theta = project_log(log_s, lower, upper, theta)  # l. 8, warm-started
+        _contain(log_s, failed, idx[active])
+        log_q, theta, broken = _project_rows(log_s, lower, upper, theta)  # l. 8, warm
+        failed[idx[active[broken]]] = True
         with np.errstate(invalid="ignore"):  # -inf - finite; m_j = 0 gives -inf, not NaN
             log_v = np.where(upper > 0, log_q - log_s, -np.inf)  # l. 9
         log_u_prev = log_u
@@ -727,65 +822,75 @@ def _finish(out: _Output, rows: np.ndarray, log_q: np.ndarray, log_u: np.ndarray
 
 # ----------------------------------------------------------------------------- scaling domain
 
-class _ScalingFailure(Exception):
-    """A linear-scale iterate left the float range (excluded by the a-priori bound)."""
-
-
 def _solve_chunk_scaling(mu: np.ndarray, idx: np.ndarray, kernels: _Kernels,
                          lower: np.ndarray, upper: np.ndarray, max_iter: int, tol: float,
-                         out: _Output) -> None:
+                         out: _Output) -> np.ndarray:
     """Algorithm 1 in linear scale for one chunk, each user stopped on its own.
 
     Keeps ``v = q / z`` with ``z = e^theta s`` (the projection's own scaling), so the
     plan after l. 9 is :math:`\\operatorname{diag}(e^\\theta u) K \\operatorname{diag}(v)`:
     its columns sum to ``q``, its rows to :math:`e^\\theta u \\odot K v`.
+
+    Returns the ``(len(mu),)`` mask of the users whose iterate left the float range
+    (excluded by the a-priori bound; the caller redoes each alone in the log domain).
+    Such a row carries its non-finite values in its own row only (every operation is
+    row-wise or a product of rows), so the other users are not affected.
     """
     active = np.arange(mu.shape[0])
+    left = np.zeros(mu.shape[0], dtype=bool)
     mu_a = mu
     v = np.broadcast_to((upper > 0).astype(float), (mu.shape[0], lower.size)).copy()  # l. 3
     proj = _ScaledProjection(lower, upper)
     q = u_prev = None
     for it in range(1, max_iter + 2):
-        kv = kernels.apply(v, transpose=True, linear=True)  # K v
+        with np.errstate(invalid="ignore", over="ignore"):
+            kv = kernels.apply(v, transpose=True, linear=True)  # K v
         if u_prev is not None and (tol > 0 or it > max_iter):
-            plan_u = u_prev * proj.t[:, None]
-            row = plan_u * kv  # the plan's row sums
-            np.subtract(mu_a, row, out=row)
-            err = np.abs(row, out=row).sum(axis=1)
-            if not np.all(np.isfinite(err)):
-                raise _ScalingFailure
+            with np.errstate(invalid="ignore", over="ignore"):
+                plan_u = u_prev * proj.t[:, None]
+                row = plan_u * kv  # the plan's row sums
+                np.subtract(mu_a, row, out=row)
+                err = np.abs(row, out=row).sum(axis=1)
+            broken = ~np.isfinite(err) | proj.failed
             done = (err <= tol) if tol > 0 else np.zeros(active.size, dtype=bool)
+            done |= broken
             if it > max_iter:
                 done[:] = True
             if np.any(done):
-                _finish_scaling(out, idx[active[done]], q[done], plan_u[done], v[done],
-                                err[done], it - 1, err[done] <= tol if tol > 0 else False,
-                                kernels)
+                left[active[done & broken]] = True
+                bad = _finish_scaling(out, idx[active[done]], q[done], plan_u[done], v[done],
+                                      err[done], it - 1,
+                                      err[done] <= tol if tol > 0 else False, kernels)
+                left[active[done][bad]] = True
                 keep = ~done
                 active, mu_a, kv, v = active[keep], mu_a[keep], kv[keep], v[keep]
                 proj.keep(keep)
                 if not active.size:
-                    return
-        u = np.divide(mu_a, kv, out=kv)  # l. 6
-        s = kernels.apply(u, transpose=False, linear=True)  # l. 7
+                    return left
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            u = np.divide(mu_a, kv, out=kv)  # l. 6
+            s = kernels.apply(u, transpose=False, linear=True)  # l. 7
         q, z = proj(s)  # l. 8
-        v = np.divide(q, z, out=z)  # l. 9, divided by e^theta
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.divide(q, z, out=z)  # l. 9, divided by e^theta
         u_prev = u
+    return left  # pragma: no cover (the loop returns once every user is done)
 
 
 def _finish_scaling(out: _Output, rows: np.ndarray, q: np.ndarray, u: np.ndarray,
                     v: np.ndarray, err: np.ndarray, n_iter: int, converged,
-                    kernels: _Kernels) -> None:
-    """Store ``q`` and the cost of the plan ``diag(u) K diag(v)`` (columns sum to ``q``)."""
-    kcv = kernels.apply(v, transpose=True, cost=True, linear=True)
-    cost = np.einsum("ij,ij->i", u, kcv)
-    if not np.all(np.isfinite(cost)):
-        raise _ScalingFailure
+                    kernels: _Kernels) -> np.ndarray:
+    """Store ``q`` and the cost of the plan ``diag(u) K diag(v)`` (columns sum to ``q``);
+    returns the mask of the rows whose cost is not finite (redone by the caller)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        kcv = kernels.apply(v, transpose=True, cost=True, linear=True)
+        cost = np.einsum("ij,ij->i", u, kcv)
     out.cost[rows] = cost
     out.nu[rows] = q
     out.error[rows] = err
     out.n_iter[rows] = n_iter
     out.converged[rows] = converged
+    return ~np.isfinite(cost)
 
 
 class _ScaledProjection:
@@ -804,45 +909,60 @@ class _ScaledProjection:
     from sorted breakpoints by ``project_log``. The first call starts from
     :math:`t = 1/\\sum_j s_j`.
 
+    *Rows are independent.* Every decision is the row's own: a row accepted stays as it
+    is while others take Newton steps, its statuses are refreshed only when its own guess
+    failed, and every sum is a row-wise reduction (``sum(axis=1)``, never a matrix
+    product over a data-dependent subset of rows, whose rounding could depend on which
+    rows it holds). How many rows are open only decides where the same steps run
+    (vectorised over all rows, or gathered). A row with a non-finite value is marked in
+    :attr:`failed` and left to carry it in its own row.
+
     Calling it returns ``q`` (clipped to the bounds, rows summing to 1 within
     ``SUM_ATOL``) and ``z = t s``; :attr:`t` holds ``t``.
     """
 
     def __init__(self, lower: np.ndarray, upper: np.ndarray) -> None:
         self.lower, self.upper = lower, upper
-        self.ones = np.ones(lower.size)
         self.t: np.ndarray | None = None
         self.free: np.ndarray | None = None  # 1.0 on the free coordinates, else 0.0
         self.clipped: np.ndarray | None = None
+        self.failed = np.zeros(0, dtype=bool)  # rows that met a non-finite value
 
     def keep(self, rows: np.ndarray) -> None:
         self.t, self.free, self.clipped = self.t[rows], self.free[rows], self.clipped[rows]
+        self.failed = self.failed[rows]
 
     def __call__(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         first = self.t is None
         if first:
-            t = 1.0 / (s @ self.ones)
+            self.failed = np.zeros(s.shape[0], dtype=bool)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = 1.0 / s.sum(axis=1)
         else:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 t = (1.0 - self.clipped) / np.einsum("ij,ij->i", s, self.free)
             bad = ~((t > 0) & np.isfinite(t))
             if np.any(bad):
                 t[bad] = self.t[bad]
-        z = np.multiply(s, t[:, None])
+        with np.errstate(invalid="ignore", over="ignore"):
+            z = np.multiply(s, t[:, None])
         q = self._clip(z)
-        psi = q @ self.ones
+        psi = q.sum(axis=1)
         ok = np.abs(psi - 1.0) <= SUM_ATOL
         changed = None if first else ~ok  # rows whose statuses moved (None: all)
         if not np.all(ok):
             lo = np.zeros(t.size)
             hi = np.full(t.size, np.inf)
             rounds = 0
+            # vectorised over all rows while most are open (cheaper than gathering); a
+            # row already accepted keeps its t, so each row takes exactly the steps it
+            # would take alone
             while rounds < NEWTON_ROUNDS and 2 * np.count_nonzero(~ok) > ok.size:
                 with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                    t = _newton_step(z, q, psi, t, lo, hi)  # all rows: cheaper than gathering
-                np.multiply(s, t[:, None], out=z)
+                    t = np.where(ok, t, _newton_step(z, q, psi, t, lo, hi))
+                    np.multiply(s, t[:, None], out=z)
                 self._clip(z, out=q)
-                psi = q @ self.ones
+                psi = q.sum(axis=1)
                 ok = np.abs(psi - 1.0) <= SUM_ATOL
                 rounds += 1
             if not np.all(ok):
@@ -850,17 +970,23 @@ class _ScaledProjection:
                 self._repair(s, rows, z, q, psi, t, lo[rows], hi[rows],
                              NEWTON_ROUNDS - rounds)
         self.t = t
-        # the statuses (free set, clipped mass) change only where the guess failed
-        if changed is None or 2 * np.count_nonzero(changed) > changed.size:
-            if self.free is None or self.free.shape != z.shape:
-                self.free = np.empty(z.shape)
-            np.equal(q, z, out=self.free)
-            self.clipped = 1.0 - np.einsum("ij,ij->i", z, self.free)
+        # the statuses (free set, clipped mass) change only where the row's guess failed
+        if changed is None:
+            self.free = np.equal(q, z).astype(float)
+            with np.errstate(invalid="ignore", over="ignore"):
+                self.clipped = 1.0 - np.einsum("ij,ij->i", z, self.free)
+        elif 2 * np.count_nonzero(changed) > changed.size:  # most rows: no gathering
+            free = np.equal(q, z).astype(float)
+            with np.errstate(invalid="ignore", over="ignore"):
+                clipped = 1.0 - np.einsum("ij,ij->i", z, free)
+            np.copyto(self.free, free, where=changed[:, None])
+            np.copyto(self.clipped, clipped, where=changed)
         elif np.any(changed):
             rows = np.flatnonzero(changed)
             free = (q[rows] == z[rows]).astype(float)
             self.free[rows] = free
-            self.clipped[rows] = 1.0 - np.einsum("ij,ij->i", z[rows], free)
+            with np.errstate(invalid="ignore", over="ignore"):
+                self.clipped[rows] = 1.0 - np.einsum("ij,ij->i", z[rows], free)
         return q, z
 
     def _clip(self, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -870,7 +996,8 @@ class _ScaledProjection:
     def _repair(self, s: np.ndarray, rows: np.ndarray, z: np.ndarray, q: np.ndarray,
                 psi: np.ndarray, t: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                 rounds: int) -> None:
-        """Newton rounds, then the sorted solve, for ``rows``; writes ``z, q, t`` there."""
+        """Newton rounds, then the sorted solve, for ``rows``; writes ``z, q, t`` there
+        (row by row in effect: a row accepted stops, every sum is row-wise)."""
         zr, qr, sr, psir, tr = z[rows], q[rows], s[rows], psi[rows], t[rows]
         live = np.ones(rows.size, dtype=bool)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -878,7 +1005,7 @@ class _ScaledProjection:
                 tr = np.where(live, _newton_step(zr, qr, psir, tr, lo, hi), tr)
                 zr = sr * tr[:, None]
                 qr = self._clip(zr)
-                psir = qr @ self.ones
+                psir = qr.sum(axis=1)
                 live = ~(np.abs(psir - 1.0) <= SUM_ATOL)
                 if not live.any():
                     break
@@ -886,16 +1013,18 @@ class _ScaledProjection:
         if not live.any():
             return
         rows, sr, tr = rows[live], sr[live], tr[live]  # the sorted solve, rarely
-        if not (np.all(np.isfinite(sr)) and np.all(sr > 0) and np.all(np.isfinite(tr))
-                and np.all(tr > 0)):
-            raise _ScalingFailure
-        try:
-            log_q, theta = project_log(np.log(sr), self.lower, self.upper, np.log(tr))
-        except (ConvergenceError, ValueError) as exc:  # not for positive finite rows
-            raise _ScalingFailure from exc
+        sane = (np.all(np.isfinite(sr), axis=1) & np.all(sr > 0, axis=1) & np.isfinite(tr)
+                & (tr > 0))
+        self.failed[rows[~sane]] = True  # non-finite: left in its own row
+        rows, sr, tr = rows[sane], sr[sane], tr[sane]
+        if not rows.size:
+            return
+        log_q, theta, broken = _project_rows(np.log(sr), self.lower, self.upper,
+                                             np.log(tr))
         tr = np.exp(theta)
-        if not (np.all(np.isfinite(tr)) and np.all(tr > 0)):
-            raise _ScalingFailure
+        broken |= ~(np.isfinite(tr) & (tr > 0))
+        self.failed[rows[broken]] = True
+        rows, sr, tr, log_q = rows[~broken], sr[~broken], tr[~broken], log_q[~broken]
         z[rows] = sr * tr[:, None]
         q[rows] = np.clip(np.exp(log_q), self.lower, self.upper)
         t[rows] = tr
@@ -919,8 +1048,20 @@ def _newton_step(z: np.ndarray, q: np.ndarray, psi: np.ndarray, t: np.ndarray,
 
 
 def _result(out: _Output, mu: np.ndarray, m: np.ndarray, cols: np.ndarray, lam: float,
-            p: float, tol: float, method: str, single: bool, policy: str
-            ) -> WPMEntropicResult:
+            p: float, tol: float, method: str, single: bool, policy: str,
+            on_failure: str = "raise") -> WPMEntropicResult:
+    failed = out.failed
+    if np.any(failed):
+        bad = int(np.count_nonzero(failed))
+        if on_failure == "raise":
+            raise ConvergenceError(
+                f"entropic WPM: the iterates of {bad} of {mu.shape[0]} users became "
+                "non-finite in the log domain; this should not happen (please report); "
+                "with on_failure='flag' the other users are returned and these marked")
+        out.nu[failed] = np.nan
+        out.cost[failed] = np.nan
+        out.error[failed] = np.nan
+        out.converged[failed] = False
     nu = np.zeros((mu.shape[0], m.size))
     nu[:, cols] = out.nu
     n_support = np.count_nonzero(mu > 0, axis=1) * np.count_nonzero(m > 0)
@@ -938,6 +1079,7 @@ def _result(out: _Output, mu: np.ndarray, m: np.ndarray, cols: np.ndarray, lam: 
     if single:
         return WPMEntropicResult(nu[0], float(out.cost[0]), float(out.error[0]),
                                  int(out.n_iter[0]), bool(out.converged[0]),
-                                 float(cost_bound[0]), float(error_bound[0]), lam, p, method)
+                                 float(cost_bound[0]), float(error_bound[0]), lam, p, method,
+                                 bool(failed[0]))
     return WPMEntropicResult(nu, out.cost, out.error, out.n_iter, out.converged, cost_bound,
-                             error_bound, lam, p, method)
+                             error_bound, lam, p, method, failed.copy())
