@@ -386,7 +386,8 @@ def test_population_own_cell_draw_on_the_secure_path(paths):
     cnt = np.stack([sizes // 3, sizes - sizes // 3], axis=1).ravel()
     cells = np.tile(np.array([0, 1], dtype=np.int64), users)
     indptr = np.arange(0, 2 * users + 1, 2, dtype=np.int64)
-    got = _draw_own_cells(secure_source(142), indptr, cells, cnt, sizes)
+    row = np.arange(users, dtype=np.int64)  # every listed user has points
+    got = _draw_own_cells(secure_source(142), indptr, cells, cnt, sizes, row, 2)
     for size in (30_000, 30_003, 3):
         sel = got[sizes == size]
         assert stats.binomtest(int(np.sum(sel == 0)), sel.size, 1 / 3).pvalue > ALPHA
