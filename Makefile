@@ -54,7 +54,7 @@ java:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
 
 demo: $(VENV)/.installed-demo
-	$(VENV)/bin/privot demo --output $(DEMO_OUT)
+	$(VENV)/bin/privot demo --output $(DEMO_OUT) --force
 
 test: $(VENV)/.installed-all java
 	$(PY) -m ruff check src tests benchmarks

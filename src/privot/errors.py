@@ -14,6 +14,8 @@ data. ``epsilon``/``delta`` in the examples are the caller's budget parameters.
 
 from __future__ import annotations
 
+import sys
+
 __all__ = [
     "plain_repr",
     "PrivotError",
@@ -50,9 +52,10 @@ def plain_repr(value: object) -> str:
     ``np.float64(-87.5)`` reads ``-87.5``, a small array ``[1.0, 2.0]``, a large one
     ``<float64 array of shape (1000, 2)>``; containers are shown element by element.
     """
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover - numpy is a dependency
+    # a numpy value exists only once numpy is imported: never import it here (the CLI
+    # refuses bad input with this message before any heavy import)
+    np = sys.modules.get("numpy")
+    if np is None:
         return repr(value)
     if isinstance(value, np.generic):
         return repr(value.item())

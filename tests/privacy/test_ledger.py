@@ -579,18 +579,66 @@ def test_release_that_raises_is_failed_and_still_counts(tmp_path):
     (rel,) = ledger.releases()
     assert rel.status == "failed" and rel.epsilon == 0.7 and rel.event == PureEvent(0.7)
     assert ledger.status().spent_epsilon == 0.7
-    # the hold's accountant refuses more than the hold inside the block
+    # the hold's accountant refuses more than the hold inside the block: no noise was
+    # drawn, so the hold is cancelled in full (issue 24, item 4)
     with pytest.raises(BudgetExceededError):
         with ledger.release(PureEvent(0.3), capability="t", mechanism="m") as acct:
             laplace_mechanism(1.0, sensitivity=1.0, epsilon=0.31, accountant=acct,
                               rng=np.random.default_rng(0))
-    assert [r.status for r in ledger.releases()] == ["failed", "failed"]
+    assert [r.status for r in ledger.releases()] == ["failed"]
     # a release the ledger cannot afford never runs its block
     ran = []
     with pytest.raises(BudgetExceededError):
-        with ledger.release(PureEvent(0.1), capability="t", mechanism="m"):
+        with ledger.release(PureEvent(0.4), capability="t", mechanism="m"):
             ran.append(1)
-    assert not ran and len(ledger.releases()) == 2
+    assert not ran and len(ledger.releases()) == 1
+
+
+def test_a_refused_release_inside_a_hold_is_not_charged(tmp_path):
+    """issue 24, item 4: inside ``release(PureEvent(0.5))`` an API call asking epsilon 1
+    is refused with "nothing was charged"; the ledger must then count nothing (it used to
+    keep the 0.5 as a "failed" row), and the exception says what happened to the hold."""
+    ledger = Ledger.create(tmp_path / "r.ledger", epsilon=2.0)
+    with pytest.raises(BudgetExceededError, match="refused before") as info:
+        with ledger.release(PureEvent(0.5), capability="heatmap", mechanism="m") as acct:
+            laplace_mechanism(np.zeros(3), sensitivity=1.0, epsilon=1.0, accountant=acct,
+                              rng=np.random.default_rng(0))
+    notes = " ".join(getattr(info.value, "__notes__", []))
+    if sys.version_info >= (3, 11):
+        assert "drew no noise" in notes and "cancelled" in notes
+    assert ledger.releases() == []
+    st = ledger.status(pld=False)
+    assert st.spent_epsilon == 0.0 and st.basic == (0.0, 0.0) and st.releases == 0
+    assert ledger.recomputed_state()["count"] == 0
+    # any exception before a piece is charged cancels the hold; after, the charge stands
+    with pytest.raises(ValueError):
+        with ledger.release(PureEvent(0.5), capability="t", mechanism="m"):
+            raise ValueError("bad input found before any noise")
+    assert ledger.releases() == [] and ledger.status(pld=False).spent_epsilon == 0.0
+    with pytest.raises(RuntimeError) as info:
+        with ledger.release(PureEvent(0.5), capability="t", mechanism="m") as acct:
+            laplace_mechanism(1.0, sensitivity=1.0, epsilon=0.1, accountant=acct,
+                              rng=np.random.default_rng(0))
+            raise RuntimeError("after the noise")
+    if sys.version_info >= (3, 11):
+        assert "stands" in " ".join(info.value.__notes__)
+    (row,) = ledger.releases()
+    assert row.status == "failed" and row.epsilon == 0.5
+    assert ledger.status(pld=False).spent_epsilon == 0.5
+
+
+def test_cancel_takes_only_a_pending_hold(tmp_path):
+    ledger = Ledger.create(tmp_path / "c.ledger", epsilon=2.0)
+    done = ledger.charge(PureEvent(0.2), capability="t", mechanism="m")
+    with pytest.raises(InvalidParameterError, match="pending"):
+        ledger.cancel(done.id)
+    hold = ledger.charge(PureEvent(0.3), capability="t", mechanism="m", status="pending")
+    gone = ledger.cancel(hold.id)
+    assert gone.status == "cancelled" and gone.epsilon == 0.3
+    assert [r.id for r in ledger.releases()] == [done.id]
+    assert ledger.status(pld=False).spent_epsilon == pytest.approx(0.2)
+    with pytest.raises(InvalidParameterError, match="pending"):
+        ledger.cancel(hold.id)
 
 
 def test_finish_records_what_ran(tmp_path):
@@ -743,8 +791,12 @@ def test_running_sums_equal_the_rows_after_a_mixed_session(tmp_path):
         acct.spend(PrivacyCost(0.4), mechanism="laplace")
         acct.spend(PrivacyCost(0.6), mechanism="laplace")
     with pytest.raises(RuntimeError), ledger.release(PureEvent(0.7), capability="t",
-                                                     mechanism="f"):
-        raise RuntimeError("boom")
+                                                     mechanism="f") as acct:
+        acct.spend(PrivacyCost(0.2), mechanism="laplace")
+        raise RuntimeError("boom")  # after a piece: "failed", the charge stands
+    with pytest.raises(RuntimeError), ledger.release(PureEvent(0.7), capability="t",
+                                                     mechanism="c"):
+        raise RuntimeError("boom")  # before any piece: cancelled, no row
     p = ledger.charge(GaussianEvent(4.0, 1.0, 1e-7), capability="t", mechanism="p",
                       status="pending")
     with pytest.warns(RuntimeWarning, match="more than it was charged"):
@@ -864,8 +916,7 @@ def test_release_refuses_pieces_larger_than_the_charge_before_their_noise(tmp_pa
             ledger.release(GaussianEvent(100.0, 1.0, 1e-6), capability="t",
                            mechanism="m") as acct:
         acct.spend(PrivacyCost(1.0, 1e-6, event=ApproxEvent(1.0, 1e-6)), mechanism="x")
-    (row,) = ledger.releases()
-    assert row.status == "failed" and row.event == GaussianEvent(100.0, 1.0, 1e-6)
+    assert ledger.releases() == []  # refused before any noise: the hold is cancelled
     # the same piece inside a charge that covers it is accepted and recorded as it ran
     reserve = Ledger.create(tmp_path / "reserve.ledger", epsilon=2.0, delta=1e-5,
                             approx_delta=0.5)

@@ -32,8 +32,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from privot._folders import check_output_folder
 from privot.cli._common import write_json
-from privot.errors import InvalidParameterError
 
 __all__ = ["CURATOR_PREFIX", "CURATOR_REPORT", "OutputFolder", "capture_data_warnings"]
 
@@ -74,13 +74,7 @@ class OutputFolder:
 
     def check(self) -> None:
         """Refuse an existing non-empty folder without ``--force`` (before any work)."""
-        if self.path.exists() and not self.path.is_dir():
-            raise InvalidParameterError("--output", str(self.path),
-                                        "a folder path (a file of that name exists)")
-        if (self.path.is_dir() and any(self.path.iterdir()) and not self.force):
-            raise InvalidParameterError(
-                "--output", str(self.path), "a new or empty folder; it exists and is not "
-                "empty (pass --force to replace the files privot writes there)")
+        check_output_folder(self.path, force=self.force)
 
     def open(self) -> None:
         """Create the folder; with ``--force``, remove the files an earlier run wrote."""

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from privot.cli._common import add_seed_argument, rng_from_args
 
 __all__ = ["register"]
+
+FORCED = ("pass --force to run there: the earlier run's files, its budget ledgers "
+          "included, are moved into earlier-runs/<time>/ first, never deleted")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,15 +23,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true",
                    help="smaller audits, grids and training runs: about half the full run's "
                         "time (the full run takes about 2 minutes on 2 cores)")
+    p.add_argument("--force", action="store_true",
+                   help="run in a used folder: what an earlier run left there (its budget "
+                        "ledgers included) is first moved into DIR/earlier-runs/<time>/, "
+                        "never deleted")
     add_seed_argument(p)
     p.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from privot._folders import check_output_folder
+
+    # before the heavy imports: a used folder (an earlier run's ledgers) is refused
+    check_output_folder(args.output, force=args.force, forced=FORCED)
     from privot.demo import run_demo
 
     result = run_demo(args.output, rng=rng_from_args(args), quick=args.quick,
-                      progress=True)
+                      progress=True, force=args.force)
+    if result.earlier_run is not None:
+        print(f"privot demo: the earlier run's files were moved to {result.earlier_run}",
+              file=sys.stderr)
     print(f"privot demo: {len(result.sections)} sections in {result.seconds:.1f} s; "
           f"report written to {result.report}")
     return 0

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from privot import __version__
+from privot._folders import archive_earlier_run, check_output_folder
 from privot.demo._report import DemoContext, Section, write_report
-from privot.demo.budget import clear_ledgers
 from privot.demo.budget import section as budget_section
 
 __all__ = ["SECTIONS", "DemoResult", "run_demo"]
@@ -46,11 +46,13 @@ class DemoResult:
     seconds: float
     budget: Section | None = None
     ledgers: tuple[Path, ...] = ()
+    #: Where an earlier run's files were moved (``force=True`` on a used folder).
+    earlier_run: Path | None = None
 
 
 def run_demo(output: str | Path = "privot-demo", *, rng: np.random.Generator | None = None,
              quick: bool = False, sections: Sequence[str] | None = None,
-             progress: bool = False) -> DemoResult:
+             progress: bool = False, force: bool = False) -> DemoResult:
     """Run the demo sections and write ``report.md``, ``results.json``, PNGs and one
     budget ledger ``budget-<key>.sqlite`` per data set released from.
 
@@ -67,10 +69,24 @@ def run_demo(output: str | Path = "privot-demo", *, rng: np.random.Generator | N
     progress : bool, default False
         One line on stderr as each section starts and ends (``privot demo`` turns it on:
         plain lines, so they show when the output is redirected to a file too).
+    force : bool, default False
+        Run in a used folder: what an earlier run left there, its budget ledgers
+        included, is first moved into ``output/earlier-runs/<UTC time>/``
+        (:func:`privot._folders.archive_earlier_run`; nothing is deleted). Without it a
+        non-empty folder is refused before anything runs.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``output`` is a file, or a non-empty folder and not ``force``.
     """
-    out = Path(output)
+    out = check_output_folder(output, force=force, name="output",
+                              forced="pass force=True to run there: the earlier run's "
+                                     "files are moved into earlier-runs/<time>/ first")
+    # the demo's budgets are per run and a ledger is never re-initialised, nor deleted:
+    # an earlier run's files (ledgers included) are kept, moved aside
+    earlier = archive_earlier_run(out) if force else None
     out.mkdir(parents=True, exist_ok=True)
-    clear_ledgers(out)  # the demo's budgets are per run; a ledger is never re-initialised
     ctx = DemoContext(output=out, rng=rng, quick=quick)
     start = time.perf_counter()
     done = []
@@ -92,4 +108,5 @@ def run_demo(output: str | Path = "privot-demo", *, rng: np.random.Generator | N
     budget = budget_section(ctx)
     report = write_report(out, [*done, budget], seeded=ctx.seeded, header=header)
     return DemoResult(output=out, report=report, sections=tuple(done), seconds=seconds,
-                      budget=budget, ledgers=tuple(ld.path for ld in ctx.ledgers.values()))
+                      budget=budget, ledgers=tuple(ld.path for ld in ctx.ledgers.values()),
+                      earlier_run=earlier)

@@ -42,7 +42,7 @@ from typing import Any
 
 from privot.demo._report import DemoContext, Section
 
-__all__ = ["LEDGERS", "LedgerSpec", "charge_release", "clear_ledgers", "create_ledger",
+__all__ = ["LEDGERS", "LedgerSpec", "charge_release", "create_ledger",
            "ledger_path", "section"]
 
 
@@ -90,14 +90,6 @@ LEDGERS: Mapping[str, LedgerSpec] = {
 def ledger_path(output: Path, key: str) -> Path:
     """``output / budget-<key>.sqlite``."""
     return Path(output) / f"budget-{key}.sqlite"
-
-
-def clear_ledgers(output: Path) -> None:
-    """Delete the ledgers and budget figures an earlier demo run left in ``output``
-    (the demo's budgets are per run; a ledger file is never re-initialised)."""
-    for key in LEDGERS:
-        for path in (ledger_path(output, key), Path(output) / f"budget_{key}.png"):
-            path.unlink(missing_ok=True)
 
 
 def create_ledger(output: Path, key: str) -> Any:

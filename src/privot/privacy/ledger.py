@@ -10,9 +10,10 @@ Charging is check-and-record inside one write transaction (``BEGIN IMMEDIATE``),
 processes charging the same file at once can never both pass the limit, and a charge
 is committed before any noise is drawn. :meth:`Ledger.release` charges a whole release
 up front ("pending"), hands the release an in-memory accountant of exactly that budget,
-and afterwards records what actually ran ("released") or that it failed ("failed";
-the charge stands). A process killed in between leaves the charge "pending": spent,
-never half written.
+and afterwards records what actually ran ("released") or that it failed after drawing
+noise ("failed"; the charge stands); a release that stopped before any noise is
+cancelled (:meth:`Ledger.cancel`: it counts as nothing). A process killed in between
+leaves the charge "pending": spent, never half written.
 
 Composition (derivations in ``docs/privacy/budget.md``):
 
@@ -39,6 +40,7 @@ for the ledger's unit and relation, under the filter named in the file.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -629,6 +631,32 @@ class Ledger:
                         (*sets.values(), int(release_id)))
         return self.get(release_id)
 
+    def cancel(self, release_id: int) -> LedgerRelease:
+        """Withdraw a pending charge whose release drew no noise: it counts as nothing.
+
+        For a hold taken before a release ran (:meth:`release`, or a pending
+        :meth:`accountant`) when the release then stopped before any of its pieces was
+        charged, hence before any noise was drawn (privot charges a piece before its
+        noise). Like a refused charge, a cancelled one leaves no row: its contribution is
+        taken out of the running sums and the row removed, in one write transaction. A
+        release that drew noise must be closed with :meth:`finish` instead (its charge
+        stands). Returns the withdrawn row, with status ``"cancelled"``.
+        """
+        held = self._rows("WHERE id = ? AND status = 'pending'", (int(release_id),))
+        if not held:
+            raise InvalidParameterError("release_id", release_id, "the id of a pending release")
+        with self._write() as con:
+            found = con.execute("SELECT status, epsilon, delta, approx_delta, rdp FROM "
+                                "releases WHERE id = ?", (int(release_id),)).fetchone()
+            if found is None or found[0] != "pending":
+                raise InvalidParameterError("release_id", release_id,
+                                            "the id of a pending release")
+            _, eps, dlt, apx, rdp = found
+            self._add_to_totals(con, -1, eps, dlt, apx, json.loads(rdp))
+            con.execute("DELETE FROM releases WHERE id = ? AND status = 'pending'",
+                        (int(release_id),))
+        return dataclasses.replace(held[0], status="cancelled", finished=time.time())
+
     @contextlib.contextmanager
     def release(self, event: PrivacyEvent | PrivacyCost, *, capability: str, mechanism: str,
                 unit: str | None = None, relation: object = None, convert: bool = False,
@@ -647,9 +675,14 @@ class Ledger:
         ``(epsilon, delta)`` for the release's pieces. On success the row becomes
         "released" with the pieces' events (each piece is refused before its noise when
         the pieces would exceed the charge in any description: basic pair, Renyi
-        order, approx delta); on
-        an exception it becomes "failed" and the charge stands (noise may have been
-        drawn). A killed process leaves it "pending", still counted.
+        order, approx delta). On an exception: if no piece was charged, no noise was
+        drawn and the hold is cancelled in full (:meth:`cancel`: it counts as nothing);
+        if a piece was charged, noise may have been drawn, the row becomes "failed" and
+        the whole charge stands. The exception carries a note saying which. A killed
+        process leaves it "pending", still counted.
+
+        The block's noise must be charged to ``acct`` (every privot API does so before
+        drawing): noise drawn past it is outside what the ledger can know.
         """
 
         if isinstance(event, PrivacyCost):
@@ -662,8 +695,15 @@ class Ledger:
                                   eps, dlt, name=capability)
         try:
             yield acct
-        except BaseException:
-            self._close_quietly(entry.id, "failed", None)
+        except BaseException as exc:
+            if acct.ledger:  # a piece was charged, so noise may have been drawn
+                self._close_quietly(entry.id, "failed", None)
+                _add_note(exc, f"ledger {str(self._path)!r}: release #{entry.id} failed "
+                          f"after drawing noise; its charge of {event.describe()} stands")
+            elif self._cancel_quietly(entry.id):
+                _add_note(exc, f"ledger {str(self._path)!r}: release #{entry.id} drew no "
+                          f"noise; its hold of {event.describe()} was cancelled, nothing "
+                          "is charged")
             raise
         pieces = [event_for_cost(e.cost, e.mechanism) for e in acct.ledger]
         self._close_quietly(entry.id, "released",
@@ -680,6 +720,18 @@ class Ledger:
             warnings.warn(f"ledger {str(self._path)!r}: release #{release_id} could not be "
                           f"marked {status!r} ({exc}); it stays 'pending' and counts in full",
                           RuntimeWarning, stacklevel=3)
+
+    def _cancel_quietly(self, release_id: int) -> bool:
+        """:meth:`cancel`; if the file cannot be written the hold stays "pending" (counted
+        in full) with a warning. Whether it was cancelled."""
+        try:
+            self.cancel(release_id)
+        except (sqlite3.Error, OSError) as exc:
+            warnings.warn(f"ledger {str(self._path)!r}: the hold of release #{release_id} "
+                          f"could not be cancelled ({exc}); it stays 'pending' and counts "
+                          "in full", RuntimeWarning, stacklevel=3)
+            return False
+        return True
 
     def accountant(self, *, capability: str = "api", unit: str | None = None,
                    relation: object = None, convert: bool = False,
@@ -829,6 +881,13 @@ class Ledger:
         from privot.privacy.ledger_plot import plot_spending
 
         return plot_spending(self, path)
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    """``exc.add_note(note)`` where Python has it (3.11+); the note is shown with the
+    traceback and in :attr:`BaseException.__notes__`."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
 
 
 def _no_larger(eps: float, delta: float, approx: float, rec: dict[str, Any],
