@@ -22,8 +22,8 @@ EARLIER_RUNS = "earlier-runs"
 
 
 def check_output_folder(path: str | Path, *, force: bool, name: str = "--output",
-                        forced: str = "pass --force to replace the files privot writes "
-                                      "there") -> Path:
+                        forced: str = "rerun with --force to replace the files privot "
+                                      "writes there") -> Path:
     """Refuse ``path`` when it is a file, or an existing non-empty folder and not
     ``force``; nothing is created or changed. Returns it as a :class:`~pathlib.Path`.
 
@@ -31,11 +31,15 @@ def check_output_folder(path: str | Path, *, force: bool, name: str = "--output"
     """
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
-        raise InvalidParameterError(name, str(folder), "a folder path (a file of that name "
-                                    "exists)")
+        raise InvalidParameterError(
+            name, str(folder), "a folder path (a file of that name exists)",
+            message=f"{name} {str(folder)!r} is a file, not a folder; nothing was written. "
+                    "Give a folder path (it is created if needed).")
     if folder.is_dir() and any(folder.iterdir()) and not force:
-        raise InvalidParameterError(name, str(folder), f"a new or empty folder; it exists "
-                                    f"and is not empty ({forced})")
+        raise InvalidParameterError(
+            name, str(folder), f"a new or empty folder ({forced})",
+            message=f"the output folder {str(folder)!r} already holds files (an earlier "
+                    f"run?); nothing was written. Choose a new folder, or {forced}.")
     return folder
 
 

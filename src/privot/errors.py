@@ -35,11 +35,15 @@ class PrivotError(Exception):
 class InvalidParameterError(PrivotError, ValueError):
     """A parameter is outside its allowed range (``epsilon <= 0``, ``delta >= 1``...)."""
 
-    def __init__(self, name: str, value: object, allowed: str) -> None:
+    def __init__(self, name: str, value: object, allowed: str, *,
+                 message: str | None = None) -> None:
         self.name = name
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{name}={plain_repr(value)} is not allowed: {allowed}")
+        # ``message``: the whole text in plain words (what happened, why, what would
+        # work), for refusals a person reads on the command line
+        super().__init__(message if message is not None
+                         else f"{name}={plain_repr(value)} is not allowed: {allowed}")
 
 
 #: Arrays with more elements are shown by shape and dtype only in messages.

@@ -90,9 +90,9 @@ def test_init_and_show_text_json_plot(capsys, tmp_path):
                "--relation", "replace-one", "--approx-delta", "0.25", epsilon=3)
     assert len(out.strip().splitlines()) == 1
     assert "'census'" in out and "eps=3" in out and "row-level" in out
-    assert "replace-one" in out and "rdp" in out
+    assert "replace-one" in out and "hybrid" in out and "0.25 of delta reserved" in out
     ledger = Ledger.open(path)
-    assert ledger.total == (3.0, 1e-6) and ledger.filter == "rdp"
+    assert ledger.total == (3.0, 1e-6) and ledger.filter == "hybrid"
     assert ledger.spec["approx_delta"] == pytest.approx(0.25e-6)
 
     rc, out, err = _run(capsys, ["budget", "show", path])
@@ -233,17 +233,14 @@ def test_barycenter_with_ledger(capsys, tmp_path, groups_csv):
     assert "ledger rows: spent eps=1 of 3, 2 left (1 releases)" in stdout
 
 
-def test_sample_with_ledger_needs_convert(capsys, tmp_path, points_csv):
-    """A local release has no add/remove reading; on a replace-one ledger it is recorded
-    as it is (group of 1), but only when asked (--convert): relations never mix
-    silently."""
+def test_sample_on_a_replace_one_ledger_is_a_group_of_one(capsys, tmp_path, points_csv):
+    """A local release has no add/remove reading; on a user-level replace-one ledger it
+    is recorded as it is (a group of 1), which restates nothing: no --convert needed
+    (issue 24, item 3: it used to be required even for a group of 1)."""
     led = tmp_path / "users.db"
     init(capsys, led, "--relation", "replace-one", epsilon=5)
-    rc, _, err = _run(capsys, sample_args(points_csv, tmp_path / "out", "--ledger", led))
-    _one_line_error(rc, err, "sample", "--convert")
-    assert not (tmp_path / "out").exists() and Ledger.open(led).releases() == []
     rc, stdout, err = _run(capsys, sample_args(points_csv, tmp_path / "out",
-                                               "--ledger", led, "--convert"))
+                                               "--ledger", led))
     assert rc == 0, err
     rel = _released(led, "sample")
     assert (rel.relation, rel.conversion, rel.epsilon) == ("local", 1, 2.0)
@@ -306,7 +303,11 @@ def test_unit_relation_mismatch_and_convert(capsys, tmp_path, points_csv):
     led = tmp_path / "ro.db"
     init(capsys, led, "--relation", "replace-one", epsilon=5)
     rc, _, err = _run(capsys, heatmap_args(points_csv, tmp_path / "out", "--ledger", led))
-    _one_line_error(rc, err, "heatmap", "--convert", "group of 2")
+    # plain words: what happened, why, the command that would work (issue 24, item 3)
+    _one_line_error(rc, err, "heatmap", "--convert", "group of 2", "charged 2 times",
+                    "nothing was read or charged", "Rerun with --convert",
+                    "unit user, relation add-remove")
+    assert "is not allowed" not in err
     assert not (tmp_path / "out").exists() and Ledger.open(led).releases() == []
     rc, stdout, err = _run(capsys, heatmap_args(points_csv, tmp_path / "out",
                                                 "--ledger", led, "--convert"))
@@ -328,7 +329,9 @@ def test_ledger_refusals_come_before_the_data_is_read(capsys, tmp_path, groups_c
     init(capsys, led)
     rc, _, err = _run(capsys, barycenter_args(missing_input, tmp_path / "out", "--ledger",
                                               led, "--convert"))
-    _one_line_error(rc, err, "barycenter", "no documented conversion")
+    _one_line_error(rc, err, "barycenter", "no documented conversion",
+                    "nothing was read or charged", "unit row, relation replace-one",
+                    "privot budget init")
     # --convert without a ledger
     rc, _, err = _run(capsys, barycenter_args(groups_csv, tmp_path / "out", "--convert"))
     _one_line_error(rc, err, "barycenter", "--convert")
@@ -397,3 +400,19 @@ def test_learn_with_ledger_and_refusal(capsys, tmp_path):
     _one_line_error(rc, err, "learn", str(led), "left", "no output was written")
     assert not (tmp_path / "again").exists()
     assert len(Ledger.open(led).releases()) == 1
+
+
+def test_refusals_read_as_plain_words(capsys, tmp_path, points_csv):
+    """issue 24, item 3: "--output='x' is not allowed: a new or empty folder" and
+    "PATH=None is not allowed: a ledger file" read like validator internals."""
+    out = tmp_path / "used"
+    out.mkdir()
+    (out / "keep.txt").write_text("an earlier file")
+    rc, _, err = _run(capsys, heatmap_args(points_csv, out))
+    _one_line_error(rc, err, "heatmap", "already holds files", "nothing was written",
+                    "--force")
+    assert "is not allowed" not in err and (out / "keep.txt").read_text() == "an earlier file"
+    rc, _, err = _run(capsys, ["budget", "show"])
+    _one_line_error(rc, err, "budget", "no ledger given", "privot budget show FILE",
+                    "PRIVOT_LEDGER")
+    assert "is not allowed" not in err

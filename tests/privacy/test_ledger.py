@@ -154,7 +154,8 @@ def test_concurrent_charges_basic_filter_accept_exactly_the_budget(fast_dir):
 
 
 def test_concurrent_charges_rdp_filter_match_a_sequential_run(fast_dir):
-    seq = Ledger.create(fast_dir / "seq.ledger", epsilon=RDP_TOTAL, delta=1e-6)
+    seq = Ledger.create(fast_dir / "seq.ledger", epsilon=RDP_TOTAL, delta=1e-6,
+                        filter="rdp")
     assert seq.filter == "rdp"
     n_seq = 0
     for _ in range(RDP_CHARGES):  # identical events: nothing fits after the first refusal
@@ -166,7 +167,7 @@ def test_concurrent_charges_rdp_filter_match_a_sequential_run(fast_dir):
     # the Renyi filter beats the basic sum here (114 charges), and refuses half
     assert n_seq == 500
     path = fast_dir / "conc.ledger"
-    ledger = Ledger.create(path, epsilon=RDP_TOTAL, delta=1e-6)
+    ledger = Ledger.create(path, epsilon=RDP_TOTAL, delta=1e-6, filter="rdp")
     results = _run_concurrently(path, RDP_CHARGES)
     assert all(not other for _, _, other in results)
     accepted = sum(a for a, _, _ in results)
@@ -282,8 +283,8 @@ def test_sigkill_during_a_burst_of_charges_leaves_a_clean_file(tmp_path, delay):
 # ---------------------------------------------------------------------------------------
 
 
-def _mixture_ledger(folder) -> tuple[Ledger, float]:
-    ledger = Ledger.create(folder / "mix.ledger", epsilon=20.0, delta=1e-6)
+def _mixture_ledger(folder, filter: str = "rdp") -> tuple[Ledger, float]:
+    ledger = Ledger.create(folder / "mix.ledger", epsilon=20.0, delta=1e-6, filter=filter)
     g_eps = accounting.gdp_to_epsilon(1 / 20.0, 1e-8)
     for _ in range(100):
         ledger.charge(PureEvent(0.05, "laplace"), capability="heatmap", mechanism="laplace")
@@ -324,7 +325,7 @@ def test_filter_sits_between_pld_and_basic(fast_dir):
 
 
 def test_pure_only_filter_is_the_basic_sum_when_smaller(tmp_path):
-    ledger = Ledger.create(tmp_path / "pure.ledger", epsilon=5.0, delta=1e-6)
+    ledger = Ledger.create(tmp_path / "pure.ledger", epsilon=5.0, delta=1e-6, filter="rdp")
     for _ in range(10):
         ledger.charge(PureEvent(0.1), capability="t", mechanism="m")
     st = ledger.status()
@@ -466,9 +467,8 @@ def test_unit_and_relation_conversions(tmp_path):
                         relation="add-remove", convert=True)
     assert rel.epsilon == pytest.approx(0.6) and rel.event == PureEvent(0.6)
     assert rel.conversion == 2 and (rel.unit, rel.relation) == ("user", "add-remove")
-    # local -> replace-one: k = 1
-    loc = ledger.charge(PureEvent(0.2), capability="t", mechanism="m", relation="local",
-                        convert=True)
+    # local -> replace-one: k = 1, which restates nothing: no convert needed (issue 24)
+    loc = ledger.charge(PureEvent(0.2), capability="t", mechanism="m", relation="local")
     assert loc.conversion == 1 and loc.epsilon == 0.2
     # a row-level release on a user ledger: refused even with convert
     with pytest.raises(InvalidParameterError) as info:
@@ -506,12 +506,13 @@ def test_subsampled_gaussian_cannot_be_converted_on_a_ledger(tmp_path):
 
 
 def test_approx_event_needs_a_reserve(tmp_path):
-    ledger = Ledger.create(tmp_path / "a0.ledger", epsilon=5.0, delta=1e-5)
+    ledger = Ledger.create(tmp_path / "a0.ledger", epsilon=5.0, delta=1e-5, filter="rdp")
     with pytest.raises(BudgetExceededError, match="--approx-delta"):
         ledger.charge(ApproxEvent(0.5, 1e-7, "shuffle"), capability="heatmap",
                       mechanism="shuffle")
     assert ledger.releases() == []
-    res = Ledger.create(tmp_path / "a1.ledger", epsilon=5.0, delta=1e-5, approx_delta=0.5)
+    res = Ledger.create(tmp_path / "a1.ledger", epsilon=5.0, delta=1e-5, approx_delta=0.5,
+                        filter="rdp")
     assert res.spec["approx_delta"] == pytest.approx(5e-6)
     res.charge(ApproxEvent(0.5, 1e-6, "shuffle"), capability="heatmap", mechanism="shuffle")
     st = res.status()

@@ -308,18 +308,33 @@ def ledger_from_args(args: argparse.Namespace, *, unit: str,
     k = conversion_factor(unit, relation, ledger.unit, ledger.relation)
     if k is None:
         raise InvalidParameterError(
-            source, path, f"a ledger that can record this {unit}-level {relation} release: "
-            f"{ledger.name!r} is {ledger.unit}-level {ledger.relation} and no documented "
-            "conversion leads there (docs/privacy/budget.md); use a ledger of the "
-            "release's own unit and relation")
-    if (unit, relation) != (ledger.unit, ledger.relation) and not args.convert:
+            source, path, f"a ledger that can record this {unit}-level {relation} release",
+            message=f"ledger {ledger.name!r} ({path}) is {ledger.unit}-level "
+                    f"{ledger.relation} and cannot record this {unit}-level {relation} "
+                    "release: no documented conversion leads there "
+                    "(docs/privacy/budget.md); nothing was read or charged. A ledger of "
+                    f"{_accepting(unit, relation)} would record it.")
+    if k > 1 and not args.convert:
         raise InvalidParameterError(
-            "--convert", False,
-            f"given to record this {unit}-level {relation} release on the "
-            f"{ledger.unit}-level {ledger.relation} ledger {ledger.name!r} as a group of "
-            f"{k} (its cost restated, docs/privacy/budget.md); units and relations are "
-            "never mixed silently")
+            "--convert", False, f"given to record it as a group of {k}",
+            message=f"this {unit}-level {relation} release counts as a group of {k} on "
+                    f"ledger {ledger.name!r} ({ledger.unit}-level {ledger.relation}): its "
+                    f"epsilon would be charged {k} times (docs/privacy/budget.md); nothing "
+                    "was read or charged. Rerun with --convert to record it so, or use a "
+                    f"ledger of {_accepting(unit, relation, group=1)}.")
     return ledger
+
+
+def _accepting(unit: str, relation: str, *, group: int | None = None) -> str:
+    """The ledgers (unit and relation) that record a ``unit``/``relation`` release, with
+    their group factor; only those of factor ``group`` when given."""
+    from privot.privacy.ledger import RELATIONS, UNITS, conversion_factor
+
+    found = [(u, r, conversion_factor(unit, relation, u, r))
+             for u in UNITS for r in RELATIONS]
+    names = [f"unit {u}, relation {r}" + ("" if k == 1 else f" (a group of {k})")
+             for u, r, k in found if k is not None and group in (None, k)]
+    return " or ".join(names) + " (privot budget init FILE --unit U --relation R)"
 
 
 @contextlib.contextmanager

@@ -33,7 +33,7 @@ __all__ = ["register"]
 # and FILTERS; tests/cli/test_cli_budget.py checks they agree.
 _UNITS = ("user", "row")
 _RELATIONS = ("add-remove", "replace-one")
-_FILTERS = ("rdp", "basic")
+_FILTERS = ("hybrid", "rdp", "basic")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,13 +65,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     init.add_argument("--relation", choices=_RELATIONS, default="add-remove",
                       help="neighbouring relation (default: %(default)s)")
     init.add_argument("--filter", choices=_FILTERS, default=None,
-                      help="composition enforced: rdp (Renyi filter, needs delta > 0; the "
-                           "default then) or basic (sums; the default when delta is 0)")
-    init.add_argument("--approx-delta", type=positive_float, default=0.0,
+                      help="composition enforced: hybrid (the default when delta > 0: a "
+                           "release is charged at most the (epsilon, delta) it proves, and "
+                           "many releases the Renyi filter's figure), rdp (the Renyi filter "
+                           "alone) or basic (sums; the default when delta is 0); "
+                           "docs/privacy/budget.md")
+    init.add_argument("--approx-delta", type=positive_float, default=None,
                       metavar="FRACTION",
-                      help="fraction of --delta, in [0, 1), reserved for releases known "
-                           "only by (epsilon, delta) under the Renyi filter (default: "
-                           "%(default)s)")
+                      help="fraction of --delta, in [0, 1), set aside for releases charged "
+                           "by the (epsilon, delta) pair they prove (default: 0.5 with "
+                           "the hybrid filter, 0 with rdp)")
     init.set_defaults(handler=_init)
 
     show = commands.add_parser(
@@ -100,14 +103,17 @@ def _init(args: argparse.Namespace) -> int:
 
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     delta = check_delta(args.delta, "--delta")
-    fraction = check_probability(args.approx_delta, "--approx-delta")
-    if fraction >= 1:
+    fraction = (None if args.approx_delta is None
+                else check_probability(args.approx_delta, "--approx-delta"))
+    if fraction is not None and fraction >= 1:
         raise InvalidParameterError("--approx-delta", args.approx_delta,
                                     "a fraction of --delta in [0, 1)")
-    if args.filter == "rdp" and delta == 0:
-        raise InvalidParameterError("--filter", "rdp", "'basic' when --delta is 0 (the "
-                                    "Renyi filter converts to (epsilon, delta) with "
-                                    "delta > 0)")
+    if args.filter in ("hybrid", "rdp") and delta == 0:
+        raise InvalidParameterError(
+            "--filter", args.filter, "'basic' when --delta is 0",
+            message=f"--filter {args.filter} needs --delta > 0 (its Renyi part converts to "
+                    "(epsilon, delta) with delta > 0); give --delta, or use --filter "
+                    "basic")
     if args.name is not None and not args.name.strip():
         raise InvalidParameterError("--name", args.name, "a non-empty name")
     path = Path(args.path)
@@ -120,8 +126,9 @@ def _init(args: argparse.Namespace) -> int:
                            unit=args.unit, relation=args.relation, filter=args.filter,
                            approx_delta=fraction)
     eps_t, dlt_t = ledger.total
-    reserve = (f", {fraction:g} of delta reserved for (epsilon, delta) releases"
-               if fraction > 0 else "")
+    share = float(ledger.spec["approx_delta"]) / dlt_t if dlt_t > 0 else 0.0
+    reserve = (f", {share:g} of delta reserved for releases charged by their "
+               "(epsilon, delta)" if share > 0 else "")
     print(f"privot budget: created ledger {ledger.name!r} at {ledger.path}: total eps="
           f"{eps_t:g}, delta={dlt_t:g}, {ledger.unit}-level, {ledger.relation}, filter "
           f"{ledger.filter}{reserve}")
@@ -133,8 +140,10 @@ def _show(args: argparse.Namespace) -> int:
 
     found = ledger_path(args.path, flag="PATH")
     if found is None:
-        raise InvalidParameterError("PATH", None, f"a ledger file: give PATH or set "
-                                    f"${LEDGER_ENV}")
+        raise InvalidParameterError(
+            "PATH", None, f"a ledger file: give PATH or set ${LEDGER_ENV}",
+            message=f"no ledger given: name its file (privot budget show FILE) or set "
+                    f"${LEDGER_ENV}=FILE")
     ledger = open_ledger(*found)
     if args.plot is not None:
         from pathlib import Path

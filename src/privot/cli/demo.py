@@ -9,7 +9,7 @@ from privot.cli._common import add_seed_argument, rng_from_args
 
 __all__ = ["register"]
 
-FORCED = ("pass --force to run there: the earlier run's files, its budget ledgers "
+FORCED = ("rerun with --force to run there: the earlier run's files, its budget ledgers "
           "included, are moved into earlier-runs/<time>/ first, never deleted")
 
 

@@ -87,6 +87,10 @@ LEDGERS: Mapping[str, LedgerSpec] = {
 }
 
 
+#: How the report names each enforced filter (privot.privacy.ledger.FILTERS).
+_FILTER_NAMES = {"hybrid": "hybrid filter", "rdp": "Renyi filter", "basic": "basic filter"}
+
+
 def ledger_path(output: Path, key: str) -> Path:
     """``output / budget-<key>.sqlite``."""
     return Path(output) / f"budget-{key}.sqlite"
@@ -123,8 +127,8 @@ def section(ctx: DemoContext) -> Section:
 
     numbers: dict[str, Any] = {}
     figures = []
-    rows = ["| data set | unit, relation | total (eps, delta) | spent: Renyi filter "
-            "(enforced) | basic sum | PLD | left | releases |",
+    rows = ["| data set | unit, relation | total (eps, delta) | spent: enforced filter "
+            "| basic sum | PLD | left | releases |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     reports = []
     for key, ledger in ctx.ledgers.items():
@@ -133,8 +137,7 @@ def section(ctx: DemoContext) -> Section:
         eps_t, dlt_t = ledger.total
         numbers[key] = {"file": ledger.path.name, "data_set": LEDGERS[key].title,
                         **st.to_dict(), "seconds_status": time.perf_counter() - start}
-        filt = (f"{st.spent_epsilon:.4g}" if ledger.filter == "rdp"
-                else f"{st.spent_epsilon:.4g} (basic filter)")
+        filt = f"{st.spent_epsilon:.4g} ({_FILTER_NAMES[ledger.filter]})"
         rows.append(f"| `{key}`: {LEDGERS[key].title} | {ledger.unit}, {ledger.relation} | "
                     f"({eps_t:g}, {dlt_t:g}) | {filt} | {st.basic[0]:.4g} | "
                     f"{_fmt(st.pld_epsilon)} | {st.remaining_epsilon:.4g} | {st.releases} |")

@@ -11,7 +11,8 @@ Knows nothing about optimal transport. Modules:
 * :mod:`privot.privacy.budget` -- :class:`PrivacyAccountant`, the in-process ledger
   that refuses to overspend;
 * :mod:`privot.privacy.ledger` -- :class:`Ledger`, a data set's budget in one SQLite
-  file, shared by every run and capability (Renyi filter, PLD and basic composition);
+  file, shared by every run and capability (hybrid filter: basic composition beside a
+  Renyi filter; PLD shown);
 * :mod:`privot.privacy.events` -- what a release ran, in the form the ledger composes;
 * :mod:`privot.privacy.audit` -- empirical lower bounds on epsilon;
 * :mod:`privot.privacy.types` -- :class:`Neighbouring`, :class:`PrivacyCost`,

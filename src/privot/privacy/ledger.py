@@ -17,11 +17,17 @@ leaves the charge "pending": spent, never half written.
 
 Composition (derivations in ``docs/privacy/budget.md``):
 
-* ``filter="rdp"`` (default when delta > 0): a Renyi filter over a fixed grid of orders
-  (Feldman and Zrnic 2021, Thm 3.1, at each order; a union bound over the orders; the
-  order infinity is the pure-DP sum) -- valid when each release and its parameters are
-  chosen after seeing earlier answers (fully adaptive use);
+* ``filter="hybrid"`` (default when delta > 0): two filters side by side on one split of
+  delta fixed at creation, the smaller enforced: basic composition of the (eps, delta)
+  pairs the releases prove, their deltas within a reserve (half of delta by default),
+  and the Renyi filter below with the rest of delta. A release proving (eps, delta),
+  delta within the reserve, is charged eps on an empty ledger;
+* ``filter="rdp"`` (the rule before, kept for comparison): a Renyi filter over a fixed
+  grid of orders (Feldman and Zrnic 2021, Thm 3.1, at each order; a union bound over the
+  orders; the order infinity is the pure-DP sum);
 * ``filter="basic"``: sums of epsilons and deltas (Rogers et al. 2016's basic filter);
+* all three are valid when each release and its parameters are chosen after seeing
+  earlier answers (fully adaptive use);
 * reported beside them: the privacy-loss-distribution composition (dp-accounting), the
   tight figure when the sequence of releases was fixed in advance; natural PLD filters
   are not valid under adaptive parameter choice, so it is shown, never enforced.
@@ -67,14 +73,23 @@ from privot.privacy.events import (
 )
 from privot.privacy.types import Neighbouring, PrivacyCost
 
-__all__ = ["BudgetStatus", "FILTERS", "LEDGER_ENV", "Ledger", "LedgerAccountant",
-           "LedgerRelease", "ORDERS", "RELATIONS", "UNITS", "conversion_factor"]
+__all__ = ["BudgetStatus", "FILTERS", "HYBRID_APPROX_FRACTION", "LEDGER_ENV", "Ledger",
+           "LedgerAccountant", "LedgerRelease", "ORDERS", "RELATIONS", "UNITS", "VIEWS",
+           "conversion_factor"]
 
 #: Environment variable naming the ledger every releasing command charges.
 LEDGER_ENV = "PRIVOT_LEDGER"
 UNITS = ("user", "row")
 RELATIONS = ("add-remove", "replace-one")
-FILTERS = ("rdp", "basic")
+FILTERS = ("hybrid", "rdp", "basic")
+#: Part of delta a ``"hybrid"`` ledger sets aside, by default, for releases charged by the
+#: (eps, delta) pair they prove (the rest converts the Renyi sums). Fixed at creation: the
+#: split must not depend on the answers (``docs/privacy/budget.md``, "The hybrid filter").
+HYBRID_APPROX_FRACTION = 0.5
+#: How a row of a hybrid ledger is counted: ``"basic"``, its (eps, delta) pair in the basic
+#: route (its whole delta from the reserve) besides its Renyi curve in the Renyi filter;
+#: ``"renyi"``, its Renyi curve only (its approx parts' delta from the reserve).
+VIEWS = ("basic", "renyi")
 #: Finite Renyi orders of the filter (the order infinity is added to them). Fixed in the
 #: code and stored in each file: a filter's orders must not depend on the answers.
 ORDERS = (1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0,
@@ -82,7 +97,10 @@ ORDERS = (1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 1
 #: Relative slack in the limit checks (as :data:`privot.privacy.budget.RELATIVE_TOLERANCE`).
 RELATIVE_TOLERANCE = 1e-12
 STATUSES = ("pending", "released", "failed")
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"
+#: File versions this code opens: "1" (written before the hybrid filter: its rows carry no
+#: view and are read as Renyi-view rows, which is what they were) and "2".
+_READABLE_VERSIONS = ("1", "2")
 _BUSY_TIMEOUT_S = 120.0
 
 
@@ -147,6 +165,12 @@ class LedgerRelease:
     output: str | None
     pid: int
     host: str
+    #: On a hybrid ledger, how the row is counted (:data:`VIEWS`): ``"basic"`` (its
+    #: (eps, delta) pair in the basic route and its Renyi curve in the Renyi filter) or
+    #: ``"renyi"`` (its Renyi curve only); None on rdp and basic ledgers.
+    view: str | None = None
+    #: Why, with what each route read just after the charge.
+    view_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (the event as its dict)."""
@@ -175,9 +199,20 @@ class BudgetStatus:
     best_order : float or None
         The Renyi order giving ``spent_epsilon`` (``inf``: the pure-DP sum).
     approx_delta : (used, reserve)
-        Delta of releases known only by (eps, delta), and the reserve set aside.
+        Delta charged to the reserve (releases known only by (eps, delta), and on a
+        hybrid ledger every release charged by its (eps, delta) pair), and the reserve.
     releases : int
     by_status : dict
+    renyi_epsilon : float or None
+        On a hybrid ledger, for comparison: the Renyi filter alone (``filter="rdp"``) over
+        the same releases, each by its Renyi curve, with all of delta converting the sums
+        unless a release needs the reserve; None elsewhere or when not computed.
+    by_view : dict
+        On a hybrid ledger, how many rows are in the basic route (``"basic"``: their whole
+        delta in the reserve) and how many only by their Renyi curve (``"renyi"``).
+    route : str or None
+        What gives ``spent_epsilon``: ``"basic"`` (the sum of epsilons: a basic ledger, or
+        a hybrid ledger's basic route), ``"renyi"`` (the Renyi filter) or ``"none"``.
     """
 
     total: tuple[float, float]
@@ -190,6 +225,9 @@ class BudgetStatus:
     approx_delta: tuple[float, float]
     releases: int
     by_status: dict[str, int] = field(default_factory=dict)
+    renyi_epsilon: float | None = None
+    by_view: dict[str, int] = field(default_factory=dict)
+    route: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (infinities as strings)."""
@@ -235,7 +273,7 @@ class Ledger:
     @classmethod
     def create(cls, path: str | os.PathLike[str], *, epsilon: float, delta: float = 0.0,
                name: str | None = None, unit: str = "user", relation: str = "add-remove",
-               filter: str | None = None, approx_delta: float = 0.0) -> Ledger:
+               filter: str | None = None, approx_delta: float | None = None) -> Ledger:
         r"""Create a ledger file for one data set.
 
         Parameters
@@ -251,23 +289,35 @@ class Ledger:
         unit : {"user", "row"}
             The unit of privacy.
         relation : {"add-remove", "replace-one"}
-        filter : {"rdp", "basic"}, optional
-            Default ``"rdp"`` when delta > 0, else ``"basic"``.
-        approx_delta : float, default 0
-            Part of ``delta`` reserved for releases known only by ``(eps, delta)`` (e.g.
-            shuffled heatmaps) under the Renyi filter, fixed now: the filter converts
-            with the rest. In [0, 1); a fraction of ``delta``.
+        filter : {"hybrid", "rdp", "basic"}, optional
+            Default ``"hybrid"`` when delta > 0, else ``"basic"``. ``"hybrid"`` runs two
+            filters side by side on one split of delta and enforces the smaller: basic
+            composition of the (eps, delta) pairs the releases prove, their deltas within
+            the reserve, and the Renyi filter of their curves with the rest of delta (a
+            single release proving (eps, delta) with delta within the reserve is charged
+            eps). ``"rdp"`` is the Renyi filter alone (the rule before the hybrid, kept
+            for comparison); ``"basic"`` sums the pairs with all of delta
+            (``docs/privacy/budget.md``).
+        approx_delta : float, optional
+            Fraction of ``delta``, in [0, 1), set aside now as the reserve: on a hybrid
+            ledger for the basic route (and for releases known only by their pair), on an
+            rdp ledger for releases known only by their pair (e.g. shuffled heatmaps);
+            the rest of delta converts the Renyi sums. Default
+            :data:`HYBRID_APPROX_FRACTION` on a hybrid ledger, 0 otherwise. Fixed at
+            creation: a filter's thresholds must not depend on the answers.
         """
         path = Path(path)
         eps = check_epsilon(epsilon, "epsilon")
         dlt = check_delta(delta, "delta")
         unit = _check_choice(unit, "unit", UNITS)
         relation = _check_choice(_relation_value(relation), "relation", RELATIONS)
-        filt = filter if filter is not None else ("rdp" if dlt > 0 else "basic")
+        filt = filter if filter is not None else ("hybrid" if dlt > 0 else "basic")
         filt = _check_choice(filt, "filter", FILTERS)
-        if filt == "rdp" and dlt == 0:
-            raise InvalidParameterError("filter", "rdp", "'basic' when delta is 0 (the Renyi "
+        if filt != "basic" and dlt == 0:
+            raise InvalidParameterError("filter", filt, "'basic' when delta is 0 (the Renyi "
                                         "filter converts to (eps, delta) with delta > 0)")
+        if approx_delta is None:
+            approx_delta = HYBRID_APPROX_FRACTION if filt == "hybrid" else 0.0
         frac = check_probability(approx_delta, "approx_delta")
         if frac >= 1:
             raise InvalidParameterError("approx_delta", approx_delta, "a fraction in [0, 1)")
@@ -337,9 +387,14 @@ class Ledger:
             raise InvalidParameterError("ledger", str(path),
                                         f"a privot ledger file ({exc})") from exc
         spec = {k: json.loads(v) for k, v in rows}
-        if spec.get("version") != _SCHEMA_VERSION:
+        if spec.get("version") not in _READABLE_VERSIONS:
             raise InvalidParameterError("ledger", str(path),
-                                        f"a ledger of version {_SCHEMA_VERSION}")
+                                        f"a ledger of version {' or '.join(_READABLE_VERSIONS)}"
+                                        f" (this file says {spec.get('version')!r})")
+        if spec.get("filter") not in FILTERS:
+            raise InvalidParameterError("ledger", str(path),
+                                        f"a ledger whose filter is one of {list(FILTERS)} "
+                                        f"(this file says {spec.get('filter')!r})")
         return cls(path, spec)
 
     @staticmethod
@@ -406,14 +461,16 @@ class Ledger:
 
     # -- composition --------------------------------------------------------------------
 
-    def _filter_epsilon(self, rdp_sum: np.ndarray, inf_sum: float,
-                        approx_used: float) -> tuple[float, float | None]:
-        """The filter's epsilon at the ledger's delta and the order giving it."""
+    def _filter_epsilon(self, rdp_sum: np.ndarray, inf_sum: float, approx_used: float,
+                        reserve: float | None = None) -> tuple[float, float | None]:
+        """The filter's epsilon at the ledger's delta and the order giving it (``reserve``:
+        another split of delta than the file's, for comparisons only)."""
         eps_t, dlt_t = self.total
         if self.filter == "basic":
             return math.nan, None
         best, order = inf_sum, (math.inf if math.isfinite(inf_sum) else None)
-        reserve = float(self._spec["approx_delta"])
+        if reserve is None:
+            reserve = float(self._spec["approx_delta"])
         dlt_r = dlt_t - reserve
         if dlt_r > 0 and approx_used <= reserve * (1 + RELATIVE_TOLERANCE):
             cand = rdp_sum + _conversion_offset(self._orders, dlt_r)
@@ -421,6 +478,27 @@ class Ledger:
             if cand[i] < best:
                 best, order = float(cand[i]), float(self._orders[i])
         return best, order
+
+    def _enforced(self, st: Mapping[str, Any]) -> tuple[float, float | None, str]:
+        """The enforced epsilon of a state (running sums ``rdp``, ``inf``, ``approx``,
+        ``eps``, ``delta``, ``count``), the Renyi order giving it (``inf``: the pure sum;
+        None otherwise) and the route: ``"basic"``, ``"renyi"`` or ``"none"``.
+
+        ``"basic"`` ledgers: the epsilon sum. ``"rdp"``: the Renyi filter. ``"hybrid"``:
+        the smaller of the Renyi filter (delta minus the reserve converting its sums) and,
+        while it is open, the basic route (the epsilon sum, every delta in the reserve).
+        """
+        if self.filter == "basic":
+            return float(st["eps"]), None, "basic"
+        spent, order = self._filter_epsilon(st["rdp"], st["inf"], st["approx"])
+        route = "renyi" if math.isfinite(spent) else "none"
+        if (self.filter == "hybrid" and self._basic_route_open(st)
+                and st["approx"] <= self._reserve_limit() and st["eps"] <= spent):
+            return float(st["eps"]), None, "basic"
+        return spent, order, route
+
+    def _reserve_limit(self) -> float:
+        return float(self._spec["approx_delta"]) * (1 + RELATIVE_TOLERANCE)
 
     def _state(self, con: sqlite3.Connection) -> dict[str, Any]:
         """The running sums (one row; read inside the caller's transaction)."""
@@ -476,9 +554,83 @@ class Ledger:
                         for e in event.parts())
         return {"finite": [float(x) for x in finite], "inf": inf}
 
+    def _basic_route_open(self, state: dict[str, Any]) -> bool:
+        """Whether a hybrid ledger's basic route is still open: every row so far took its
+        whole delta from the reserve (so the reserve's running sum equals the delta sum,
+        to the ledger's relative tolerance) and the epsilon sum is within the total."""
+        if state["count"] == 0:
+            return True
+        tol = 1 + RELATIVE_TOLERANCE
+        return (state["delta"] <= state["approx"] * tol
+                and state["eps"] <= self.total[0] * tol)
+
+    def _charge_record(self, state: dict[str, Any], event: PrivacyEvent
+                       ) -> tuple[dict[str, Any], float, str | None]:
+        """The record a new charge of ``event`` gets, the delta it takes from the reserve,
+        and why it breaks the limit (None when it fits). Read inside the charging
+        transaction.
+
+        Every row records the event's Renyi curve (:meth:`_rdp_record`). On a hybrid
+        ledger the row also enters the *basic route* when that route is still open and
+        the release's whole (eps, delta) pair fits in it (its delta within the reserve,
+        the epsilon sum within the total): it then takes its whole delta from the
+        reserve (``view="basic"``); otherwise only its approx parts' delta
+        (``view="renyi"``). Decided here, before the release runs, from the public state
+        and the event alone (``docs/privacy/budget.md``, "The hybrid filter").
+        """
+        rec = self._rdp_record(event)
+        if self.filter != "hybrid":
+            apx = event.approx_delta()
+            return rec, apx, self._over(state, event, rec, apx)
+        tol = 1 + RELATIVE_TOLERANCE
+        e, d = event.basic()
+        reserve = float(self._spec["approx_delta"])
+        open_before = self._basic_route_open(state)
+        if not open_before:
+            reason = "the basic route was closed by an earlier release"
+        elif state["approx"] + d > reserve * tol:
+            reason = (f"its delta {d:.3g} would take the reserve to "
+                      f"{state['approx'] + d:.3g}, past the {reserve:.3g} set aside")
+        elif state["eps"] + e > self.total[0] * tol:
+            reason = (f"the epsilon sum would reach {state['eps'] + e:.6g}, past the total "
+                      f"{self.total[0]:g}")
+        else:
+            reason = None
+        basic = reason is None
+        apx = d if basic else event.approx_delta()
+        rec["view"] = "basic" if basic else "renyi"
+        renyi, _ = self._filter_epsilon(state["rdp"] + np.asarray(rec["finite"]),
+                                        state["inf"] + rec["inf"], state["approx"] + apx)
+        if basic:
+            rec["why"] = (f"(eps, delta) pair in the basic route (reserve "
+                          f"{state['approx'] + apx:.3g} of {reserve:.3g}): after it the "
+                          f"basic route reads eps {state['eps'] + e:.6g}, the Renyi filter "
+                          f"{renyi:.6g}")
+        else:
+            rec["why"] = f"Renyi curve only ({reason}): the Renyi filter reads {renyi:.6g}"
+        return rec, apx, self._over(state, event, rec, apx)
+
+    def _rerecord(self, event: PrivacyEvent, old_rec: dict[str, Any]
+                  ) -> tuple[dict[str, Any], float]:
+        """The record of what a pending row actually ran (for :meth:`finish`) and the
+        delta it takes from the reserve, keeping the route the row was charged in: a row
+        in the basic route keeps its whole delta in the reserve (the delta of what ran,
+        at most what was charged), other rows their approx parts' delta. (Dropping a row
+        from the basic route afterwards would be safe -- it only closes that route --
+        but would lose it.)"""
+        rec = self._rdp_record(event)
+        view = old_rec.get("view")
+        if view is None:
+            return rec, event.approx_delta()
+        rec["view"] = view
+        if "why" in old_rec:
+            rec["why"] = old_rec["why"]
+        return rec, (event.basic()[1] if view == "basic" else event.approx_delta())
+
     def _over(self, state: dict[str, Any], event: PrivacyEvent,
-              rec: dict[str, Any]) -> str | None:
-        """Why adding ``event`` breaks the limit, or None."""
+              rec: dict[str, Any], approx_delta: float | None = None) -> str | None:
+        """Why adding ``event`` (recorded as ``rec``, taking ``approx_delta`` from the
+        reserve: by default its approx parts' delta) breaks the limit, or None."""
         eps_t, dlt_t = self.total
         tol = 1 + RELATIVE_TOLERANCE
         e_new, d_new = event.basic()
@@ -489,18 +641,31 @@ class Ledger:
                 return (f"basic composition would reach eps={eps:.6g}, delta={dlt:.3g} "
                         f"(already spent eps={state['eps']:.6g}, delta={state['delta']:.3g})")
             return None
-        approx = state["approx"] + event.approx_delta()
+        if approx_delta is None:
+            approx_delta = event.approx_delta()
+        approx = state["approx"] + approx_delta
         reserve = float(self._spec["approx_delta"])
         if approx > reserve * tol:
-            return (f"its delta known only as (eps, delta) would reach {approx:.3g} but the "
-                    f"ledger reserved {reserve:.3g} for such releases (create the ledger "
-                    "with --approx-delta, or with --filter basic)")
-        rdp = state["rdp"] + np.asarray(rec["finite"])
-        spent, _ = self._filter_epsilon(rdp, state["inf"] + rec["inf"], approx)
+            return (f"the delta it takes from the reserve would reach {approx:.3g} but the "
+                    f"ledger reserved {reserve:.3g} for releases charged by their (eps, "
+                    "delta) pair (create the ledger with --approx-delta, or with --filter "
+                    "basic)")
+        new = {"rdp": state["rdp"] + np.asarray(rec["finite"]),
+               "inf": state["inf"] + rec["inf"], "approx": approx,
+               "eps": state["eps"] + e_new, "delta": state["delta"] + d_new,
+               "count": state["count"] + 1}
+        spent, _, _ = self._enforced(new)
         if spent > eps_t * tol:
-            before, _ = self._filter_epsilon(state["rdp"], state["inf"], state["approx"])
-            return (f"the Renyi filter would reach eps={spent:.6g} at delta={dlt_t:.3g} "
-                    f"(already spent eps={before:.6g})")
+            before, _, _ = self._enforced(state)
+            detail = ""
+            if self.filter == "hybrid":
+                renyi, _ = self._filter_epsilon(new["rdp"], new["inf"], new["approx"])
+                basic = (f"{new['eps']:.6g}" if rec.get("view") == "basic"
+                         else "closed: " + rec.get("why", "").partition("(")[2].partition(
+                             ")")[0])
+                detail = f": Renyi filter {renyi:.6g}, basic route {basic}"
+            return (f"the {_filter_name(self.filter)} would reach eps={spent:.6g} at "
+                    f"delta={dlt_t:.3g}{detail} (already spent eps={before:.6g})")
         return None
 
     # -- charging -----------------------------------------------------------------------
@@ -518,7 +683,7 @@ class Ledger:
                 f"a release this ledger can record: it is {self.unit}/{self.relation} and no "
                 "documented conversion leads there (docs/privacy/budget.md); use a ledger "
                 "of the release's own unit and relation")
-        if (unit, rel) != (self.unit, self.relation) and not convert:
+        if k > 1 and not convert:  # a group of 1 restates nothing: no consent needed
             raise InvalidParameterError(
                 "convert", False,
                 f"True to record this {unit}/{rel} release on the {self.unit}/{self.relation} "
@@ -544,7 +709,8 @@ class Ledger:
         unit, relation : optional
             The release's own; default the ledger's.
         convert : bool, default False
-            Allow a documented conversion when they differ.
+            Allow a documented conversion that counts the release as a group of more
+            than 1 (a group of 1, which restates nothing, needs no consent).
         params : mapping, optional
             Public parameters to keep (JSON; others become strings).
         output : str, optional
@@ -560,15 +726,17 @@ class Ledger:
         if status not in ("released", "pending"):
             raise InvalidParameterError("status", status, "'released' or 'pending'")
         ev, unit, rel, k = self._resolve(event, unit, relation, convert)
-        rec = self._rdp_record(ev)
         eps, dlt = ev.basic()
-        now = time.time()
-        row = (now, now if status == "released" else None, status, capability, mechanism,
-               unit, rel, k, eps, dlt, ev.approx_delta(), json.dumps(rec),
-               json.dumps(ev.to_dict()), json.dumps(_jsonable_params(params or {})),
-               None if output is None else str(output), os.getpid(), socket.gethostname())
         with self._write() as con:
-            why = self._over(self._state(con), ev, rec)
+            # the record depends on the spending so far (a hybrid ledger's view): chosen
+            # under the write lock, from public state only, before the release runs
+            rec, apx, why = self._charge_record(self._state(con), ev)
+            now = time.time()
+            row = (now, now if status == "released" else None, status, capability,
+                   mechanism, unit, rel, k, eps, dlt, apx, json.dumps(rec),
+                   json.dumps(ev.to_dict()), json.dumps(_jsonable_params(params or {})),
+                   None if output is None else str(output), os.getpid(),
+                   socket.gethostname())
             if why is not None:
                 raise BudgetExceededError(
                     f"ledger {str(self._path)!r} ({self.name}, total eps={self.total[0]:g}, "
@@ -580,7 +748,7 @@ class Ledger:
                 "params, output, pid, host) VALUES "
                 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
             rid = int(cur.lastrowid)
-            self._add_to_totals(con, +1, eps, dlt, ev.approx_delta(), rec)
+            self._add_to_totals(con, +1, eps, dlt, apx, rec)
         return self.get(rid)
 
     def finish(self, release_id: int, *, status: str, event: PrivacyEvent | None = None,
@@ -613,19 +781,18 @@ class Ledger:
             old_rec = json.loads(old_rdp)
             if event is not None and status == "released":
                 ev = event.grouped(conversion)
-                rec = self._rdp_record(ev)
+                rec, apx = self._rerecord(ev, old_rec)  # keeps the row's route
                 e, d = ev.basic()
-                if not _no_larger(e, d, ev.approx_delta(), rec, old_eps, old_dlt, old_apx,
-                                  old_rec):
+                if not _no_larger(e, d, apx, rec, old_eps, old_dlt, old_apx, old_rec):
                     warnings.warn(
                         f"ledger {str(self._path)!r}: release #{release_id} ran "
                         f"{ev.describe()}, more than it was charged; recorded as it ran, "
                         "so the ledger may now be past its total", RuntimeWarning,
                         stacklevel=3)
                 sets.update(event=json.dumps(ev.to_dict()), rdp=json.dumps(rec),
-                            epsilon=e, delta=d, approx_delta=ev.approx_delta())
+                            epsilon=e, delta=d, approx_delta=apx)
                 self._add_to_totals(con, -1, old_eps, old_dlt, old_apx, old_rec)
-                self._add_to_totals(con, +1, e, d, ev.approx_delta(), rec)
+                self._add_to_totals(con, +1, e, d, apx, rec)
             con.execute(f"UPDATE releases SET {', '.join(f'{k} = ?' for k in sets)} "
                         "WHERE id = ? AND status = 'pending'",
                         (*sets.values(), int(release_id)))
@@ -763,16 +930,21 @@ class Ledger:
         try:
             rows = con.execute(
                 "SELECT id, created, finished, status, capability, mechanism, unit, "
-                f"relation, conversion, epsilon, delta, event, params, output, pid, host "
-                f"FROM releases {where}", args).fetchall()
+                f"relation, conversion, epsilon, delta, event, params, output, pid, host, "
+                f"rdp FROM releases {where}", args).fetchall()
         finally:
             con.close()
-        return [LedgerRelease(id=r[0], created=r[1], finished=r[2], status=r[3],
-                              capability=r[4], mechanism=r[5], unit=r[6], relation=r[7],
-                              conversion=r[8], epsilon=r[9], delta=r[10],
-                              event=event_from_dict(json.loads(r[11])),
-                              params=json.loads(r[12]), output=r[13], pid=r[14], host=r[15])
-                for r in rows]
+        out = []
+        for r in rows:
+            rec = json.loads(r[16])
+            out.append(LedgerRelease(id=r[0], created=r[1], finished=r[2], status=r[3],
+                                     capability=r[4], mechanism=r[5], unit=r[6],
+                                     relation=r[7], conversion=r[8], epsilon=r[9],
+                                     delta=r[10], event=event_from_dict(json.loads(r[11])),
+                                     params=json.loads(r[12]), output=r[13], pid=r[14],
+                                     host=r[15], view=rec.get("view"),
+                                     view_reason=rec.get("why")))
+        return out
 
     def status(self, *, pld: bool = True,
                discretization: float = PLD_DISCRETIZATION) -> BudgetStatus:
@@ -786,42 +958,72 @@ class Ledger:
             st = self._state(con)
             counts = dict(con.execute(
                 "SELECT status, COUNT(*) FROM releases GROUP BY status").fetchall())
+            by_view: dict[str, int] = {}
+            if self.filter == "hybrid":
+                for (rec,) in con.execute("SELECT rdp FROM releases"):
+                    view = json.loads(rec).get("view", "renyi")
+                    by_view[view] = by_view.get(view, 0) + 1
         finally:
             con.close()
         eps_t, dlt_t = self.total
-        if self.filter == "basic":
-            spent, order = st["eps"], None
-        else:
-            spent, order = self._filter_epsilon(st["rdp"], st["inf"], st["approx"])
-        pld_eps = None
+        spent, order, route = self._enforced(st)
+        pld_eps = renyi_eps = None
         if pld and dlt_t > 0 and st["count"]:
-            pld_eps = pld_epsilon([r.event for r in self.releases()], dlt_t, discretization)
+            events = [r.event for r in self.releases()]
+            pld_eps = pld_epsilon(events, dlt_t, discretization)
             # the discretisation can put a pure composition a hair above its exact sum,
             # itself a valid bound at every delta: report the smaller
             pld_eps = min(pld_eps, st["inf"])
+            if self.filter == "hybrid":
+                renyi_eps = float(self._renyi_only_curve(events)[-1])
         return BudgetStatus(total=(eps_t, dlt_t), filter=self.filter, spent_epsilon=spent,
                             remaining_epsilon=max(0.0, eps_t - spent),
                             basic=(st["eps"], st["delta"]), pld_epsilon=pld_eps,
                             best_order=order,
                             approx_delta=(st["approx"], float(self._spec["approx_delta"])),
-                            releases=st["count"], by_status=counts)
+                            releases=st["count"], by_status=counts,
+                            renyi_epsilon=renyi_eps, by_view=by_view, route=route)
+
+    def _renyi_only_curve(self, events: list[PrivacyEvent]) -> np.ndarray:
+        """For comparison on a hybrid ledger: the Renyi filter alone (``filter="rdp"``)
+        after each of ``events``, each by its Renyi curve; all of delta converts the sums
+        unless a release has approx parts (then they take the file's reserve)."""
+        if not events:
+            return np.zeros(0)
+        apx = np.cumsum([e.approx_delta() for e in events])
+        reserve = float(self._spec["approx_delta"]) if apx[-1] > 0 else 0.0
+        rdp, inf_sum, out = np.zeros(self._orders.size), 0.0, []
+        for ev, used in zip(events, apx, strict=True):
+            rec = self._rdp_record(ev)
+            rdp = rdp + np.asarray(rec["finite"], dtype=float)
+            inf_sum += rec["inf"]
+            out.append(math.inf if used > reserve * (1 + RELATIVE_TOLERANCE)
+                       else self._filter_epsilon(rdp, inf_sum, float(used), reserve)[0])
+        return np.asarray(out, dtype=float)
 
     def report(self, *, pld: bool = True) -> str:
         """A multi-line report: totals, the three compositions, each release."""
         st = self.status(pld=pld)
         eps_t, dlt_t = self.total
+        how = {"basic": ", by its basic route (the sum of epsilons)",
+               "renyi": ", by its Renyi filter"}.get(st.route or "", "") \
+            if self.filter == "hybrid" else ""
         lines = [f"Ledger {self.name!r} ({self._path}): {self.unit}-level, {self.relation}",
                  f"  total:      eps={eps_t:g}, delta={dlt_t:g}",
-                 f"  spent:      eps={st.spent_epsilon:.6g} ({_filter_name(self.filter)}; "
+                 f"  spent:      eps={st.spent_epsilon:.6g} ({_filter_name(self.filter)}{how}; "
                  "valid for adaptively chosen releases)",
                  f"  remaining:  eps={st.remaining_epsilon:.6g}",
                  f"  basic:      eps={st.basic[0]:.6g}, delta={st.basic[1]:.3g} (sums)"]
+        if st.renyi_epsilon is not None:
+            lines.append(f"  Renyi only: eps={st.renyi_epsilon:.6g} (the Renyi filter alone "
+                         "over the same releases, for comparison)")
         if st.pld_epsilon is not None:
             lines.append(f"  PLD:        eps={st.pld_epsilon:.6g} at delta={dlt_t:g} (tight if the "
                          "sequence of releases was fixed in advance)")
         if st.approx_delta[1] > 0:
-            lines.append(f"  approx delta: {st.approx_delta[0]:.3g} of the "
-                         f"{st.approx_delta[1]:.3g} reserved")
+            lines.append(f"  reserve:    delta {st.approx_delta[0]:.3g} of the "
+                         f"{st.approx_delta[1]:.3g} set aside for releases counted by their "
+                         "(eps, delta) pair")
         lines.append(f"Releases ({st.releases}):")
         for r in self.releases():
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.created))
@@ -829,14 +1031,18 @@ class Ledger:
                 if (r.unit, r.relation) != (self.unit, self.relation) else ""
             note = " (not finished: the process may have died; the charge stands)" \
                 if r.status == "pending" else ""
+            view = {"basic": "; (eps, delta) in the basic route",
+                    "renyi": "; Renyi curve only"}.get(r.view or "", "")
             lines.append(f"  #{r.id} {when} {r.capability} {r.mechanism} [{r.status}{note}]: "
-                         f"eps={r.epsilon:.6g}, delta={r.delta:.3g}{conv}; {r.event.describe()}"
-                         + (f" -> {r.output}" if r.output else ""))
+                         f"eps={r.epsilon:.6g}, delta={r.delta:.3g}{conv}{view}; "
+                         f"{r.event.describe()}" + (f" -> {r.output}" if r.output else ""))
         return "\n".join(lines)
 
     def spending_curve(self, *, pld_points: int = 0,
                        discretization: float = 1e-3) -> dict[str, np.ndarray]:
-        """Cumulative spending after each release: ``time``, ``filter`` and ``basic`` eps.
+        """Cumulative spending after each release: ``time``, ``filter`` (the enforced
+        figure, from the records stored with the rows) and ``basic`` eps; on a hybrid
+        ledger also ``renyi``, the Renyi filter alone for comparison.
 
         ``pld_points > 0`` adds ``pld``: the PLD epsilon after that many releases spread
         evenly (the last included; NaN elsewhere; only when delta > 0), composed with a
@@ -850,21 +1056,24 @@ class Ledger:
                                  ).fetchall()
         finally:
             con.close()
-        rdp = np.zeros(self._orders.size)
-        inf_sum, approx, basic = 0.0, 0.0, 0.0
+        st: dict[str, Any] = {"rdp": np.zeros(self._orders.size), "inf": 0.0,
+                              "approx": 0.0, "eps": 0.0, "delta": 0.0, "count": 0}
         out: dict[str, list[float]] = {"time": [], "filter": [], "basic": []}
         for r, (rec_json, apx) in zip(rels, stored, strict=True):
             rec = json.loads(rec_json)
-            rdp = rdp + np.asarray(rec["finite"], dtype=float)
-            inf_sum += float(rec["inf"])
-            approx += float(apx)
-            basic += r.epsilon
-            f = basic if self.filter == "basic" else self._filter_epsilon(rdp, inf_sum,
-                                                                          approx)[0]
+            st["rdp"] = st["rdp"] + np.asarray(rec["finite"], dtype=float)
+            st["inf"] += float(rec["inf"])
+            st["approx"] += float(apx)
+            st["eps"] += r.epsilon
+            st["delta"] += r.delta
+            st["count"] += 1
+            basic, f = st["eps"], self._enforced(st)[0]
             out["time"].append(r.created)
             out["filter"].append(f)
             out["basic"].append(basic)
         curve = {k: np.asarray(v, dtype=float) for k, v in out.items()}
+        if self.filter == "hybrid":
+            curve["renyi"] = self._renyi_only_curve([r.event for r in rels])
         if pld_points > 0 and self.total[1] > 0:
             pld = np.full(len(rels), np.nan)
             ends = np.unique(np.linspace(len(rels), 0, pld_points, endpoint=False)
@@ -918,7 +1127,7 @@ def _conversion_offset(orders: np.ndarray, delta: float) -> np.ndarray:
 
 
 def _filter_name(filt: str) -> str:
-    return "Renyi filter" if filt == "rdp" else "basic composition"
+    return {"hybrid": "hybrid filter", "rdp": "Renyi filter"}.get(filt, "basic composition")
 
 
 def _jsonable_params(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -1057,7 +1266,7 @@ class LedgerAccountant:
             st = self._ledger._state(con)  # noqa: SLF001
         finally:
             con.close()
-        return self._ledger._over(st, ev, self._ledger._rdp_record(ev)) is None  # noqa: SLF001
+        return self._ledger._charge_record(st, ev)[2] is None  # noqa: SLF001
 
     @property
     def remaining(self) -> str:

@@ -50,8 +50,13 @@ def plot_spending(ledger: Any, path: str | os.PathLike[str] | None = None):
             ax.plot(x, curve["basic"], drawstyle="steps-post", marker=".", color="0.5",
                     linestyle="--", label="basic composition (sum of eps)")
             if ledger.filter != "basic":
+                name = {"hybrid": "hybrid filter (basic route or Renyi filter)",
+                        "rdp": "Renyi filter"}[ledger.filter]
                 ax.plot(x, curve["filter"], drawstyle="steps-post", marker=".",
-                        color="C0", label=f"Renyi filter at delta={dlt_t:g} (enforced)")
+                        color="C0", label=f"{name} at delta={dlt_t:g} (enforced)")
+            if "renyi" in curve:
+                ax.plot(x, curve["renyi"], drawstyle="steps-post", color="C1",
+                        linestyle=":", label="Renyi filter alone (comparison)")
             if "pld" in curve:
                 ok = np.isfinite(curve["pld"])
                 ax.plot(np.asarray(x, dtype=object)[ok], curve["pld"][ok], "D", color="C2",
