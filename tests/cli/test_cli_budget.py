@@ -416,3 +416,54 @@ def test_refusals_read_as_plain_words(capsys, tmp_path, points_csv):
     _one_line_error(rc, err, "budget", "no ledger given", "privot budget show FILE",
                     "PRIVOT_LEDGER")
     assert "is not allowed" not in err
+
+
+# -- planning: privot budget plan and --dry-run (issue 24, item 5) ------------------------
+
+def test_dry_run_reports_the_charge_and_changes_nothing(capsys, tmp_path, points_csv):
+    led = tmp_path / "plan.db"
+    init(capsys, led, "--delta", "1e-6", epsilon=3)
+    out = tmp_path / "out"
+    rc, stdout, err = _run(capsys, heatmap_args(points_csv, out, "--ledger", led,
+                                                "--dry-run"))
+    assert rc == 0, err
+    line = stdout.strip()
+    assert line.startswith("privot heatmap: dry run: ") and "\n" not in line
+    assert "would be charged eps=1" in line and "accepted" in line
+    assert "spent 0 -> 1 of 3, 2 left" in line and "nothing was read" in line
+    assert not out.exists() and Ledger.open(led).releases() == []
+    # what the dry run said is what the release then does
+    rc, _, err = _run(capsys, heatmap_args(points_csv, out, "--ledger", led))
+    assert rc == 0, err
+    assert Ledger.open(led).status(pld=False).spent_epsilon == pytest.approx(1.0)
+    # a release the ledger would refuse: exit status 1, still nothing charged
+    rc, stdout, err = _run(capsys, heatmap_args(points_csv, tmp_path / "o2", "--ledger", led,
+                                                "--dry-run", epsilon=2.5))
+    assert rc == 1, err
+    assert "would be refused" in stdout and "2 of 3 left" in stdout
+    assert len(Ledger.open(led).releases()) == 1 and not (tmp_path / "o2").exists()
+    # without a ledger: says nothing would be charged
+    rc, stdout, _ = _run(capsys, heatmap_args(points_csv, tmp_path / "o3", "--dry-run"))
+    assert rc == 0 and "no ledger" in stdout and not (tmp_path / "o3").exists()
+
+
+def test_budget_plan_splits_what_is_left(capsys, tmp_path, points_csv):
+    led = tmp_path / "split.db"
+    init(capsys, led, "--delta", "1e-6", epsilon=4)
+    rc, _, err = _run(capsys, heatmap_args(points_csv, tmp_path / "out", "--ledger", led))
+    assert rc == 0, err
+    rc, stdout, err = _run(capsys, ["budget", "plan", led, "--weights", "2,1,1", "--names",
+                                    "heatmap,barycenter,sample"])
+    assert rc == 0, err
+    assert "Nothing is charged" in stdout and "heatmap" in stdout
+    assert len(Ledger.open(led).releases()) == 1  # the plan recorded nothing
+    rc, stdout, err = _run(capsys, ["budget", "plan", led, "--weights", "2,1,1", "--json"])
+    assert rc == 0, err
+    plan = json.loads(stdout)["plan"]
+    # 3 of 4 left, weights 2:1:1 under basic composition (the basic route): 1.5, 0.75, 0.75
+    assert [r["epsilon"] for r in plan] == pytest.approx([1.5, 0.75, 0.75], rel=1e-9)
+    assert plan[-1]["left_after"] == pytest.approx(0.0, abs=1e-9)
+    rc, _, err = _run(capsys, ["budget", "plan", led, "--weights", "2,0,1"])
+    _one_line_error(rc, err, "budget", "--weights")
+    rc, _, err = _run(capsys, ["budget", "plan", led, "--releases", "2", "--names", "a"])
+    _one_line_error(rc, err, "budget", "--names")

@@ -970,3 +970,48 @@ def test_a_row_level_local_release_is_refused_on_a_user_ledger(tmp_path):
     with pytest.raises(InvalidParameterError, match="no documented"):
         ledger.charge(PureEvent(1.0), capability="t", mechanism="m", unit="row",
                       relation="local", convert=True)
+
+
+# -- planning (issue 24, item 5) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("filt", ["hybrid", "rdp", "basic"])
+def test_preview_says_what_charge_does(tmp_path, filt):
+    """``preview`` and ``plan`` decide as ``charge`` does, without recording anything."""
+    ledger = Ledger.create(tmp_path / f"{filt}.ledger", epsilon=2.0, delta=1e-6, filter=filt)
+    events = [PureEvent(0.5), GaussianEvent(3.0, 1.0, 1e-8), ApproxEvent(0.4, 2e-7),
+              PureEvent(1.5), PureEvent(0.05)]
+    planned = ledger.plan(events)
+    assert ledger.releases() == []
+    for ev, p in zip(events, planned, strict=True):
+        before = ledger.status(pld=False).spent_epsilon
+        assert p.spent_before == pytest.approx(before, rel=1e-12)
+        if p.accepted:
+            ledger.charge(ev, capability="t", mechanism="m")
+            assert ledger.status(pld=False).spent_epsilon == pytest.approx(p.spent_after,
+                                                                           rel=1e-12)
+        else:
+            with pytest.raises(BudgetExceededError):
+                ledger.charge(ev, capability="t", mechanism="m")
+    assert not all(p.accepted for p in planned)  # the 1.5 does not fit after the others
+
+
+def test_split_budget_is_the_largest_that_fits(tmp_path):
+    from privot.privacy.ledger import split_budget
+
+    ledger = Ledger.create(tmp_path / "s.ledger", epsilon=3.0, delta=1e-6)
+    ledger.charge(PureEvent(1.0), capability="t", mechanism="m")
+    eps, previews = split_budget(ledger, [2.0, 1.0, 1.0])
+    assert eps == pytest.approx([1.0, 0.5, 0.5], rel=1e-9)
+    assert all(p.accepted for p in previews) and ledger.status(pld=False).releases == 1
+    bigger = [PureEvent(e * (1 + 1e-6)) for e in eps]
+    assert not all(p.accepted for p in ledger.plan(bigger))
+    # many small pure releases: the Renyi filter beats the sum, and the split finds it
+    many, _ = split_budget(ledger, [1.0] * 200)
+    assert 200 * many[0] > 2.0 * 1.5
+    assert all(p.accepted for p in ledger.plan([PureEvent(e) for e in many]))
+    assert not all(p.accepted for p in ledger.plan([PureEvent(e * 1.001) for e in many]))
+    spent = Ledger.create(tmp_path / "spent.ledger", epsilon=1.0)
+    spent.charge(PureEvent(1.0), capability="t", mechanism="m")
+    with pytest.raises(BudgetExceededError, match="any epsilon"):
+        split_budget(spent, [1.0])

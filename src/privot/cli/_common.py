@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_COLUMNS", "LEDGER_ENV", "add_column_arguments", "add_engine_arguments",
            "add_ledger_arguments", "add_output_arguments", "add_point_table_arguments",
            "add_seed_argument", "column_list",
-           "engine_from_args", "engine_name", "ledger_from_args", "ledger_path",
+           "DryRunDone", "engine_from_args", "engine_name", "ledger_from_args", "ledger_path",
            "ledger_spender", "ledger_summary", "rng_from_args", "write_json",
            "positive_float", "to_json"]
 
@@ -263,6 +263,18 @@ def add_ledger_arguments(parser: argparse.ArgumentParser) -> None:
                             "cost may be restated as a group of 2; docs/privacy/budget.md)"
                             "; off by default, units and relations are never mixed "
                             "silently")
+    group.add_argument("--dry-run", action="store_true",
+                       help="say what the release would charge the ledger and whether the "
+                            "ledger would accept it, then stop: nothing is read, charged "
+                            "or written (exit status 0 if it would be accepted, 1 if not)")
+
+
+class DryRunDone(Exception):  # noqa: N818 (not an error: the command's planned end)
+    """A ``--dry-run`` said its line; :func:`privot.cli.main.main` returns ``code``."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 def ledger_path(arg: str | None, *, flag: str = "--ledger") -> tuple[str, str] | None:
@@ -285,14 +297,61 @@ def open_ledger(path: str, source: str) -> Ledger:
         raise InvalidParameterError(source, path, exc.allowed) from None
 
 
-def ledger_from_args(args: argparse.Namespace, *, unit: str,
-                     relation: str) -> Ledger | None:
+def ledger_from_args(args: argparse.Namespace, *, unit: str, relation: str,
+                     planned: Any = None, planned_note: str = "") -> Ledger | None:
     """The ledger of ``--ledger``/``$PRIVOT_LEDGER``, or None (no ledger: as before).
 
     Called before the data is read: a missing or invalid file, and a ledger that cannot
     record a ``unit``/``relation`` release (or only by a conversion without
     ``--convert``), are refused here (exit status 2) before anything is read or charged.
+
+    With ``--dry-run``: says on stdout what the release would charge (``planned``, the
+    event its arguments determine; ``planned_note`` qualifies it, e.g. "by the pair it
+    proves") and whether the ledger would accept it, then stops the command
+    (:class:`DryRunDone`) before anything is read, charged or written.
     """
+    ledger = _ledger_for(args, unit=unit, relation=relation)
+    if getattr(args, "dry_run", False):
+        _dry_run(args, ledger, unit=unit, relation=relation, planned=planned,
+                 note=planned_note)
+    return ledger
+
+
+def _dry_run(args: argparse.Namespace, ledger: Ledger | None, *, unit: str, relation: str,
+             planned: Any, note: str) -> None:
+    """Say what the release would charge and stop (:class:`DryRunDone`)."""
+    what = f"a {unit}-level {relation} release"
+    if planned is not None:
+        what += f" of {planned.describe()}"
+    if note:
+        what += f" ({note})"
+    head = f"privot {args.command}: dry run: "
+    tail = "; nothing was read, charged or written"
+    if ledger is None:
+        print(f"{head}{what}; no ledger (--ledger or ${LEDGER_ENV}), so nothing would be "
+              f"charged{tail}")
+        raise DryRunDone(0)
+    if planned is None:
+        print(f"{head}{what} on ledger {ledger.name!r}: the charge depends on sizes read "
+              f"from the data{tail}")
+        raise DryRunDone(0)
+    p = ledger.preview(planned, unit=unit, relation=relation, convert=args.convert)
+    group = "" if p.conversion == 1 else f" as a group of {p.conversion}"
+    route = f", {p.view} route" if p.view else ""
+    eps_t = ledger.total[0]
+    if p.accepted:
+        print(f"{head}{what} would be charged eps={p.charged:.6g}{group} on ledger "
+              f"{ledger.name!r} ({ledger.filter} filter{route}): accepted, spent "
+              f"{p.spent_before:.6g} -> {p.spent_after:.6g} of {eps_t:g}, "
+              f"{p.remaining_after:.6g} left{tail}")
+        raise DryRunDone(0)
+    print(f"{head}{what}{group} would be refused by ledger {ledger.name!r}: {p.reason}; "
+          f"{p.remaining_after:.6g} of {eps_t:g} left{tail}")
+    raise DryRunDone(1)
+
+
+def _ledger_for(args: argparse.Namespace, *, unit: str, relation: str) -> Ledger | None:
+    """:func:`ledger_from_args` without the dry run."""
     from privot.errors import InvalidParameterError
 
     found = ledger_path(args.ledger)
@@ -303,7 +362,7 @@ def ledger_from_args(args: argparse.Namespace, *, unit: str,
         return None
     path, source = found
     ledger = open_ledger(path, source)
-    from privot.privacy.ledger import conversion_factor
+    from privot.privacy.ledger import accepting_ledgers, conversion_factor
 
     k = conversion_factor(unit, relation, ledger.unit, ledger.relation)
     if k is None:
@@ -313,7 +372,7 @@ def ledger_from_args(args: argparse.Namespace, *, unit: str,
                     f"{ledger.relation} and cannot record this {unit}-level {relation} "
                     "release: no documented conversion leads there "
                     "(docs/privacy/budget.md); nothing was read or charged. A ledger of "
-                    f"{_accepting(unit, relation)} would record it.")
+                    f"{accepting_ledgers(unit, relation)} would record it.")
     if k > 1 and not args.convert:
         raise InvalidParameterError(
             "--convert", False, f"given to record it as a group of {k}",
@@ -321,20 +380,8 @@ def ledger_from_args(args: argparse.Namespace, *, unit: str,
                     f"ledger {ledger.name!r} ({ledger.unit}-level {ledger.relation}): its "
                     f"epsilon would be charged {k} times (docs/privacy/budget.md); nothing "
                     "was read or charged. Rerun with --convert to record it so, or use a "
-                    f"ledger of {_accepting(unit, relation, group=1)}.")
+                    f"ledger of {accepting_ledgers(unit, relation, group=1)}.")
     return ledger
-
-
-def _accepting(unit: str, relation: str, *, group: int | None = None) -> str:
-    """The ledgers (unit and relation) that record a ``unit``/``relation`` release, with
-    their group factor; only those of factor ``group`` when given."""
-    from privot.privacy.ledger import RELATIONS, UNITS, conversion_factor
-
-    found = [(u, r, conversion_factor(unit, relation, u, r))
-             for u in UNITS for r in RELATIONS]
-    names = [f"unit {u}, relation {r}" + ("" if k == 1 else f" (a group of {k})")
-             for u, r, k in found if k is not None and group in (None, k)]
-    return " or ".join(names) + " (privot budget init FILE --unit U --relation R)"
 
 
 @contextlib.contextmanager

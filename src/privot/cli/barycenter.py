@@ -419,6 +419,7 @@ def _run(args: argparse.Namespace) -> int:
     from privot._validation import check_epsilon, check_int
     from privot.barycenters import continental_us, private_barycenter
     from privot.barycenters.api import choose_method
+    from privot.privacy.events import ApproxEvent, PureEvent
 
     columns = list(args.columns)  # a list of >= 1 names (add_column_arguments)
     epsilon = check_epsilon(args.epsilon, "--epsilon")
@@ -445,7 +446,11 @@ def _run(args: argparse.Namespace) -> int:
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
-    ledger = ledger_from_args(args, unit="row", relation="replace-one")
+    ledger = ledger_from_args(
+        args, unit="row", relation="replace-one",
+        planned=(PureEvent(epsilon, "barycenter") if args.delta is None
+                 else ApproxEvent(epsilon, args.delta, "barycenter")),
+        planned_note="" if args.delta is None else "by the (epsilon, delta) pair it proves")
     engine = engine_from_args(args)
 
     seconds: dict[str, float] = {}

@@ -4,7 +4,9 @@
 (:class:`privot.privacy.ledger.Ledger`: one SQLite file holding the total budget, the
 unit of privacy, the neighbouring relation and every release charged to it);
 ``privot budget show [PATH]`` prints what it has spent and has left, release by release
-(``--json`` for machines, ``--plot FILE.png`` for the spending over the releases).
+(``--json`` for machines, ``--plot FILE.png`` for the spending over the releases);
+``privot budget plan [PATH] --releases N`` (or ``--weights``) splits what is left over
+the releases a curator intends, charging nothing.
 
 The releasing commands (``heatmap``, ``barycenter``, ``sample``, ``learn``) charge the
 ledger named by ``--ledger PATH`` or by the environment variable ``PRIVOT_LEDGER``
@@ -93,6 +95,37 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="skip the privacy-loss-distribution composition (faster)")
     show.set_defaults(handler=_show)
 
+    plan = commands.add_parser(
+        "plan", help="split what a ledger has left over the releases you intend",
+        description="Split the budget a ledger has left over the releases a curator "
+                    "intends (evenly, or by weights): the largest epsilons that the "
+                    "enforced filter accepts for all of them, charged one after the other, "
+                    "and what each would be charged and leave. Nothing is charged or "
+                    "recorded.",
+        epilog="Example: privot budget plan people.ledger --weights 2,1,1 --names "
+               "heatmap,barycenter,sample. Exit status: 0 on success, 2 on invalid input "
+               "or a ledger with nothing left.")
+    plan.add_argument("path", metavar="PATH", nargs="?", default=None,
+                      help=f"the ledger file (default: ${LEDGER_ENV})")
+    count = plan.add_mutually_exclusive_group(required=True)
+    count.add_argument("--releases", type=int, default=None, metavar="N",
+                       help="N releases sharing the budget evenly")
+    count.add_argument("--weights", default=None, metavar="W1,W2,...",
+                       help="one release per weight; epsilons in proportion to them")
+    plan.add_argument("--names", default=None, metavar="A,B,...",
+                      help="a name per release, for the table (default: #1, #2, ...)")
+    plan.add_argument("--delta-each", type=positive_float, default=0.0, metavar="D",
+                      help="each release proves (epsilon, D) (Gaussian noise, DP-SGD); "
+                           "default 0: pure releases")
+    plan.add_argument("--unit", choices=_UNITS, default=None,
+                      help="the releases' unit of privacy (default: the ledger's)")
+    plan.add_argument("--relation", choices=(*_RELATIONS, "local"), default=None,
+                      help="the releases' neighbouring relation (default: the ledger's); "
+                           "a conversion to the ledger's is applied as a release would "
+                           "with --convert")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.set_defaults(handler=_plan)
+
 
 def _init(args: argparse.Namespace) -> int:
     from pathlib import Path
@@ -170,4 +203,59 @@ def _show(args: argparse.Namespace) -> int:
         ledger.plot(args.plot)
         print(f"privot budget: wrote {args.plot}", file=sys.stderr if args.json else
               sys.stdout)
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from privot.errors import InvalidParameterError
+    from privot.privacy.ledger import split_budget
+
+    found = ledger_path(args.path, flag="PATH")
+    if found is None:
+        raise InvalidParameterError(
+            "PATH", None, f"a ledger file: give PATH or set ${LEDGER_ENV}",
+            message=f"no ledger given: name its file (privot budget plan FILE --releases "
+                    f"N) or set ${LEDGER_ENV}=FILE")
+    if args.releases is not None:
+        if args.releases < 1:
+            raise InvalidParameterError("--releases", args.releases, "an integer >= 1")
+        weights = [1.0] * args.releases
+    else:
+        try:
+            weights = [float(w) for w in args.weights.split(",")]
+        except ValueError:
+            weights = []
+        if not weights or any(not (w > 0 and w < float("inf")) for w in weights):
+            raise InvalidParameterError("--weights", args.weights,
+                                        "positive numbers separated by commas (2,1,1)")
+    names = ([n.strip() for n in args.names.split(",")] if args.names
+             else [f"#{i}" for i in range(1, len(weights) + 1)])
+    if len(names) != len(weights):
+        raise InvalidParameterError("--names", args.names,
+                                    f"{len(weights)} names, one per release")
+    ledger = open_ledger(*found)
+    eps, previews = split_budget(ledger, weights, delta_each=args.delta_each,
+                                 unit=args.unit, relation=args.relation, convert=True)
+    rows = [{"name": n, "weight": w, "epsilon": e, "delta": args.delta_each,
+             "group": p.conversion, "route": p.view, "charged": p.charged,
+             "spent_after": p.spent_after, "left_after": p.remaining_after}
+            for n, w, e, p in zip(names, weights, eps, previews, strict=True)]
+    if args.json:
+        print(to_json({"ledger": {"name": ledger.name, "path": str(ledger.path),
+                                  "filter": ledger.filter, "total": list(ledger.total)},
+                       "plan": rows}))
+        return 0
+    eps_t, dlt_t = ledger.total
+    print(f"Plan for ledger {ledger.name!r} ({ledger.path}): total eps={eps_t:g}, "
+          f"delta={dlt_t:g}, {ledger.filter} filter; spent eps="
+          f"{previews[0].spent_before:.6g} now. Nothing is charged.")
+    print(f"  {'release':<16} {'weight':>6} {'epsilon':>10} {'group':>5} {'charged':>10} "
+          f"{'spent after':>12} {'left':>10}")
+    for r in rows:
+        route = f"  ({r['route']} route)" if r["route"] else ""
+        print(f"  {r['name']:<16} {r['weight']:>6g} {r['epsilon']:>10.6g} "
+              f"{r['group']:>5d} {r['charged']:>10.6g} {r['spent_after']:>12.6g} "
+              f"{r['left_after']:>10.6g}{route}")
+    flag = f" --delta {args.delta_each:g}" if args.delta_each else ""
+    print(f"Give each release its epsilon (--epsilon E{flag}) and --ledger {ledger.path}.")
     return 0

@@ -160,10 +160,11 @@ def _run(args: argparse.Namespace) -> int:
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
-    ledger = ledger_from_args(args, unit="user", relation="add-remove")
+    method = _METHODS[args.baseline]
+    ledger = ledger_from_args(args, unit="user", relation="add-remove",
+                              planned=PureEvent(epsilon, method))
     engine = engine_from_args(args)
     rng = rng_from_args(args)
-    method = _METHODS[args.baseline]
 
     with capture_data_warnings("heatmap") as data_warnings:
         start = time.perf_counter()

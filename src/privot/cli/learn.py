@@ -394,12 +394,18 @@ def _run(args: argparse.Namespace) -> int:
     steps = max(1, round(epochs / q))
 
     from privot.cli._output import OutputFolder, capture_data_warnings
+    from privot.privacy.events import ApproxEvent
 
     out = OutputFolder(args.output, command="learn", force=args.force,
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything computed
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
-    ledger = ledger_from_args(args, unit="row", relation="replace-one")
+    ledger = ledger_from_args(
+        args, unit="row", relation="replace-one",
+        planned=None if delta is None else ApproxEvent(epsilon, delta, "dp-sgd"),
+        planned_note=("by the (epsilon, delta) pair it proves" if delta is not None else
+                      "its delta is 1/n^2 of the training rows: give --delta to preview "
+                      "the charge"))
     require("matplotlib.figure", "plot")  # the figures are written after the charge
     rng = rng_from_args(args)
     say = (lambda *a, **k: None) if args.quiet else print  # noqa: E731

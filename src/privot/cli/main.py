@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from privot import __version__
+from privot.cli._common import DryRunDone
 from privot.errors import PrivotError
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
@@ -77,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     try:
         return int(args.handler(args) or 0)
+    except DryRunDone as done:  # --dry-run said its line
+        return done.code
     except (PrivotError, FileNotFoundError) as exc:
         message = " ".join(str(exc).splitlines())  # always one line
         print(f"privot {args.command}: error: {message}", file=sys.stderr)

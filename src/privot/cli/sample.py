@@ -152,6 +152,7 @@ def _run(args: argparse.Namespace) -> int:
     from privot._usable import check_usable
     from privot._validation import check_epsilon, check_int
     from privot.grid import Grid
+    from privot.privacy.events import PureEvent
     from privot.sampling import make_mechanism, user_cell_counts
     from privot.sampling.population import sample_population
 
@@ -165,7 +166,9 @@ def _run(args: argparse.Namespace) -> int:
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
-    ledger = ledger_from_args(args, unit="user", relation="local")
+    ledger = ledger_from_args(args, unit="user", relation="local",
+                              planned=PureEvent(epsilon, args.mechanism),
+                              planned_note="one eps-LDP report per user")
     engine = engine_from_args(args)
     rng = rng_from_args(args)
     points = grid.cell_centre_points()

@@ -73,9 +73,9 @@ from privot.privacy.events import (
 )
 from privot.privacy.types import Neighbouring, PrivacyCost
 
-__all__ = ["BudgetStatus", "FILTERS", "HYBRID_APPROX_FRACTION", "LEDGER_ENV", "Ledger",
-           "LedgerAccountant", "LedgerRelease", "ORDERS", "RELATIONS", "UNITS", "VIEWS",
-           "conversion_factor"]
+__all__ = ["BudgetStatus", "ChargePreview", "FILTERS", "HYBRID_APPROX_FRACTION", "LEDGER_ENV",
+           "Ledger", "LedgerAccountant", "LedgerRelease", "ORDERS", "RELATIONS", "UNITS", "VIEWS",
+           "accepting_ledgers", "conversion_factor", "split_budget"]
 
 #: Environment variable naming the ledger every releasing command charges.
 LEDGER_ENV = "PRIVOT_LEDGER"
@@ -178,6 +178,45 @@ class LedgerRelease:
         out["event"] = self.event.to_dict()
         out["params"] = dict(self.params)
         return out
+
+
+@dataclass(frozen=True)
+class ChargePreview:
+    """What a charge would do, computed and not recorded (:meth:`Ledger.preview`,
+    :meth:`Ledger.plan`).
+
+    Attributes
+    ----------
+    accepted : bool
+        Whether the ledger would accept it now.
+    reason : str or None
+        Why it would be refused (None when accepted).
+    event : PrivacyEvent
+        The event as it would be recorded (restated as a group of ``conversion``).
+    conversion : int
+        The group factor of the release's unit and relation on this ledger.
+    view : str or None
+        On a hybrid ledger, the route it would join: ``"basic"`` (charged its pair) or
+        ``"renyi"``; None on the other filters.
+    spent_before, spent_after : float
+        The enforced epsilon now, and after the charge (what it would reach when refused).
+    remaining_after : float
+        ``max(0, total - spent_after)`` when accepted, else what is left now.
+    """
+
+    accepted: bool
+    reason: str | None
+    event: PrivacyEvent
+    conversion: int
+    view: str | None
+    spent_before: float
+    spent_after: float
+    remaining_after: float
+
+    @property
+    def charged(self) -> float:
+        """The enforced epsilon this charge adds: ``spent_after - spent_before``."""
+        return self.spent_after - self.spent_before
 
 
 @dataclass(frozen=True)
@@ -679,16 +718,20 @@ class Ledger:
         k = conversion_factor(unit, rel, self.unit, self.relation)
         if k is None:
             raise InvalidParameterError(
-                "relation", f"{unit}/{rel}",
-                f"a release this ledger can record: it is {self.unit}/{self.relation} and no "
-                "documented conversion leads there (docs/privacy/budget.md); use a ledger "
-                "of the release's own unit and relation")
+                "relation", f"{unit}/{rel}", "a release this ledger can record",
+                message=f"ledger {self.name!r} is {self.unit}-level {self.relation} and "
+                        f"cannot record a {unit}-level {rel} release: no documented "
+                        "conversion leads there (docs/privacy/budget.md); nothing was "
+                        f"charged. A ledger of {accepting_ledgers(unit, rel)} would "
+                        "record it.")
         if k > 1 and not convert:  # a group of 1 restates nothing: no consent needed
             raise InvalidParameterError(
-                "convert", False,
-                f"True to record this {unit}/{rel} release on the {self.unit}/{self.relation} "
-                f"ledger as a group of {k} (its cost is restated, docs/privacy/budget.md); "
-                "units and relations are never mixed silently")
+                "convert", False, f"True to record it as a group of {k}",
+                message=f"a {unit}-level {rel} release counts as a group of {k} on ledger "
+                        f"{self.name!r} ({self.unit}-level {self.relation}): its epsilon "
+                        f"would be charged {k} times (docs/privacy/budget.md); nothing was "
+                        "charged. Pass convert=True (--convert) to record it so, or use a "
+                        f"ledger of {accepting_ledgers(unit, rel, group=1)}.")
         return event.grouped(k), unit, rel, k
 
     def charge(self, event: PrivacyEvent | PrivacyCost, *, capability: str, mechanism: str,
@@ -750,6 +793,49 @@ class Ledger:
             rid = int(cur.lastrowid)
             self._add_to_totals(con, +1, eps, dlt, apx, rec)
         return self.get(rid)
+
+    # -- planning (nothing is recorded) --------------------------------------------------
+
+    def preview(self, event: PrivacyEvent | PrivacyCost, *, unit: str | None = None,
+                relation: object = None, convert: bool = False) -> ChargePreview:
+        """What :meth:`charge` would do with ``event`` now, without recording anything.
+
+        The same rule as :meth:`charge` (conversion, route, filter), on the spending read
+        now; another process may charge in between, so only :meth:`charge` decides. A
+        unit or relation the ledger cannot record (or only with ``convert``) raises as
+        :meth:`charge` does.
+        """
+        return self.plan([event], unit=unit, relation=relation, convert=convert)[0]
+
+    def plan(self, events: list[PrivacyEvent | PrivacyCost], *, unit: str | None = None,
+             relation: object = None, convert: bool = False) -> list[ChargePreview]:
+        """What charging ``events`` one after the other would do, without recording
+        anything: one :class:`ChargePreview` each, every accepted one counted before the
+        next (a refused one is not).
+
+        See :func:`split_budget` for the largest equal or weighted epsilons that fit.
+        """
+        con = self._connect(self._path)
+        try:
+            state = self._state(con)
+        finally:
+            con.close()
+        out = []
+        for raw in events:
+            ev = event_for_cost(raw, "plan") if isinstance(raw, PrivacyCost) else raw
+            ev, _, _, k = self._resolve(ev, unit, relation, convert)
+            rec, apx, why = self._charge_record(state, ev)
+            before = self._enforced(state)[0]
+            after_state = _added(state, ev, rec, apx)
+            after = self._enforced(after_state)[0]
+            eps_t = self.total[0]
+            out.append(ChargePreview(
+                accepted=why is None, reason=why, event=ev, conversion=k,
+                view=rec.get("view"), spent_before=before, spent_after=after,
+                remaining_after=max(0.0, eps_t - (after if why is None else before))))
+            if why is None:
+                state = after_state
+        return out
 
     def finish(self, release_id: int, *, status: str, event: PrivacyEvent | None = None,
                output: str | None = None) -> LedgerRelease:
@@ -1092,6 +1178,83 @@ class Ledger:
         return plot_spending(self, path)
 
 
+def accepting_ledgers(unit: str, relation: str, *, group: int | None = None) -> str:
+    """In words, the ledgers (unit and relation) that record a ``unit``/``relation``
+    release, with their group factor (:func:`conversion_factor`); only those of factor
+    ``group`` when given. For refusals that say what would work."""
+    found = [(u, r, conversion_factor(unit, relation, u, r))
+             for u in UNITS for r in RELATIONS]
+    names = [f"unit {u}, relation {r}" + ("" if k == 1 else f" (a group of {k})")
+             for u, r, k in found if k is not None and group in (None, k)]
+    if not names:
+        return "no unit and relation privot knows (docs/privacy/budget.md)"
+    return " or ".join(names) + " (privot budget init FILE --unit U --relation R)"
+
+
+def _added(state: Mapping[str, Any], event: PrivacyEvent, rec: Mapping[str, Any],
+           approx: float) -> dict[str, Any]:
+    """The running sums of ``state`` with one more row (``event`` recorded as ``rec``,
+    taking ``approx`` from the reserve), as :meth:`Ledger._add_to_totals` would write
+    them."""
+    eps, dlt = event.basic()
+    unbounded = not math.isfinite(rec["inf"])
+    inf_finite = state["inf_finite"] + (0.0 if unbounded else rec["inf"])
+    n_unbounded = state["unbounded"] + (1 if unbounded else 0)
+    return {"rdp": state["rdp"] + np.asarray(rec["finite"], dtype=float),
+            "inf": math.inf if n_unbounded else inf_finite, "inf_finite": inf_finite,
+            "unbounded": n_unbounded, "eps": state["eps"] + eps,
+            "delta": state["delta"] + dlt, "approx": state["approx"] + approx,
+            "count": state["count"] + 1}
+
+
+def split_budget(ledger: Ledger, weights: list[float], *, delta_each: float = 0.0,
+                 unit: str | None = None, relation: object = None, convert: bool = False,
+                 bisections: int = 60) -> tuple[list[float], list[ChargePreview]]:
+    r"""The largest epsilons :math:`s w_i` such that the releases, charged in order, are
+    all accepted by ``ledger`` now; and their previews.
+
+    Each planned release is pure (``delta_each = 0``: a
+    :class:`~privot.privacy.events.PureEvent`) or proves
+    ``(s w_i, delta_each)`` (an :class:`~privot.privacy.events.ApproxEvent`, charged by
+    its pair). ``s`` is found by bisection (``bisections`` halvings of ``[0, eps_T]``):
+    acceptance is monotone in ``s`` because every description of the events grows with
+    it. Nothing is recorded. Raises :class:`~privot.errors.BudgetExceededError` when not
+    even a vanishing epsilon fits (the ledger is spent, or ``delta_each`` does not fit).
+    """
+    from privot.privacy.events import ApproxEvent, PureEvent
+
+    w = [float(x) for x in weights]
+    if not w or any(not math.isfinite(x) or x <= 0 for x in w):
+        raise InvalidParameterError("weights", weights, "one or more positive numbers")
+    dlt = check_probability(delta_each, "delta_each")
+
+    def events(scale: float) -> list[PrivacyEvent]:
+        return [PureEvent(scale * x, "planned") if dlt == 0
+                else ApproxEvent(scale * x, dlt, "planned") for x in w]
+
+    def fits(scale: float) -> bool:
+        return all(p.accepted for p in ledger.plan(events(scale), unit=unit,
+                                                   relation=relation, convert=convert))
+
+    hi = ledger.total[0] / min(w)  # no single release can pass the total
+    lo = hi * 1e-9  # far above the ledger's relative tolerance (1e-12)
+    if not fits(lo):
+        why = ledger.plan(events(lo), unit=unit, relation=relation, convert=convert)
+        reason = next(p.reason for p in why if not p.accepted)
+        raise BudgetExceededError(f"ledger {ledger.name!r} cannot take {len(w)} more "
+                                  f"release(s) of any epsilon: {reason}")
+    if fits(hi):
+        lo = hi
+    for _ in range(bisections if lo < hi else 0):
+        mid = 0.5 * (lo + hi)
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return [lo * x for x in w], ledger.plan(events(lo), unit=unit, relation=relation,
+                                            convert=convert)
+
+
 def _add_note(exc: BaseException, note: str) -> None:
     """``exc.add_note(note)`` where Python has it (3.11+); the note is shown with the
     traceback and in :attr:`BaseException.__notes__`."""
@@ -1259,14 +1422,8 @@ class LedgerAccountant:
 
     def can_spend(self, cost: PrivacyCost) -> bool:
         """Whether the ledger would accept ``cost`` now (nothing is recorded)."""
-        ev, _, _, _ = self._ledger._resolve(  # noqa: SLF001
-            event_for_cost(cost, "can_spend"), self._unit, self._relation, self._convert)
-        con = self._ledger._connect(self._ledger.path)  # noqa: SLF001
-        try:
-            st = self._ledger._state(con)  # noqa: SLF001
-        finally:
-            con.close()
-        return self._ledger._charge_record(st, ev)[2] is None  # noqa: SLF001
+        return self._ledger.preview(event_for_cost(cost, "can_spend"), unit=self._unit,
+                                    relation=self._relation, convert=self._convert).accepted
 
     @property
     def remaining(self) -> str:
