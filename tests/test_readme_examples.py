@@ -18,18 +18,21 @@ import pytest
 README = Path(__file__).resolve().parents[1] / "README.md"
 TEXT = README.read_text()
 PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, re.S)
-SHELL_BLOCKS = re.findall(r"```(?:bash|console)\n(.*?)```", TEXT, re.S)
+SHELL_BLOCKS = re.findall(r"```(bash|console)\n(.*?)```", TEXT, re.S)
 
 
 def _commands() -> list[str]:
     """The ``privot`` command lines of the shell blocks (continuations joined, prompts,
     comments and outputs dropped)."""
     out = []
-    for block in SHELL_BLOCKS:
+    for kind, block in SHELL_BLOCKS:
         joined = re.sub(r"\\\n\s*", " ", block)
         for line in joined.splitlines():
             line = line.strip()
-            line = line[2:] if line.startswith("$ ") else line
+            if kind == "console":  # a session: commands after the prompt, the rest output
+                if not line.startswith("$ "):
+                    continue
+                line = line[2:]
             if line.startswith("privot ") and not line.startswith("privot budget:"):
                 out.append(line.split("  #")[0].strip())
     return out

@@ -46,7 +46,7 @@ def test_coreset_method_is_close_to_nonprivate_with_enough_data():
     res = private_barycenter(groups, bounds=BOX, m=8, epsilon=1.0, rng=1)
     assert isinstance(res, BarycenterResult)
     assert res.support.shape == (8, 2) and np.allclose(res.weights, 1 / 8)
-    assert res.cost == PrivacyCost(1.0) and res.relation is Neighbouring.REPLACE_ONE
+    assert res.cost == PrivacyCost(1.0) and res.relation is Neighbouring.REPLACE_ONE_IN_GROUP
     assert res.secure is False and res.method == "coreset"
     ev = evaluate_barycenter(groups, res.support, references={"np": ref})
     base = evaluate_barycenter(groups, ref)["cost"]

@@ -127,7 +127,7 @@ def test_every_cell_is_noised_including_empty_ones():
                                       rng=np.random.default_rng(0))
     assert [lv.size for lv in levels] == [2, 4, 8, 16]
     assert np.count_nonzero(levels[-1][1:]) > 5  # empty leaves got noise too
-    assert all(r.relation is Neighbouring.REPLACE_ONE and r.sensitivity == 2 for r in rels)
+    assert all(r.relation is Neighbouring.REPLACE_ONE_IN_GROUP and r.sensitivity == 2 for r in rels)
     assert [r.params["scale"] for r in rels] == pytest.approx([8.0] * 4)
 
 
@@ -243,7 +243,7 @@ def test_release_fields_and_reproducibility():
     c = private_coreset(x, bounds=b, epsilon=0.5, rng=np.random.default_rng(7))
     assert isinstance(a, PrivateCoreset)
     np.testing.assert_array_equal(a.points, c.points)
-    assert not a.secure and a.relation is Neighbouring.REPLACE_ONE
+    assert not a.secure and a.relation is Neighbouring.REPLACE_ONE_IN_GROUP
     assert a.cost.epsilon == pytest.approx(0.5) and a.cost.epsilon <= 0.5
     assert a.depth == default_depth(0.5, 1000) and a.n == 1000
     assert a.n_clipped == int(np.count_nonzero(np.any(np.abs(x) > 1, axis=1)))

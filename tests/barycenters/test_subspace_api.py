@@ -53,7 +53,7 @@ def test_support_shape_and_bounds(kw):
     assert res.method == "subspace" and res.support.shape == (4, D)
     assert np.all(np.isfinite(res.support)) and _inside(res.support, BOX5)
     np.testing.assert_allclose(res.weights, 0.25)
-    assert res.relation is Neighbouring.REPLACE_ONE and res.secure is False
+    assert res.relation is Neighbouring.REPLACE_ONE_IN_GROUP and res.secure is False
     assert res.params["method_requested"] == "subspace"
     assert res.params["basis"] == "identity" and res.params["projection_dim"] is None
 
@@ -89,7 +89,7 @@ def test_pure_variant_charges_once_with_laplace():
     assert len(acc.ledger) == 1
     entry = acc.ledger[0]
     assert entry.cost.epsilon == 1.0 and entry.cost.delta == 0.0 and entry.cost.mu is None
-    assert entry.relation is Neighbouring.REPLACE_ONE
+    assert entry.relation is Neighbouring.REPLACE_ONE_IN_GROUP
     plan = _expected_plan(groups, m=4, epsilon=1.0, delta=0.0, **shape)
     assert entry.cost.event == plan.event
     assert isinstance(plan.event, ComposedEvent)

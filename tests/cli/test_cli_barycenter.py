@@ -46,7 +46,8 @@ def test_coreset_release_files(groups_csv, tmp_path, capsys):
     rel = json.loads((out / "release.json").read_text())
     assert rel["method"] == "coreset" and rel["groups"] == ["g0", "g1"]
     assert rel["privacy"]["epsilon"] == 1.0 and rel["privacy"]["delta"] == 0.0
-    assert rel["privacy"]["relation"] == "replace-one" and rel["privacy"]["secure"] is False
+    assert rel["privacy"]["relation"] == "replace-one-in-group"
+    assert rel["privacy"]["secure"] is False
     assert rel["group_sizes"] == {"g0": 800, "g1": 800}  # public by the relation
     assert "group labels" in rel["privacy"]["public_by_assumption"]
     assert "curator_only" not in rel and "seconds" not in json.dumps(rel)

@@ -222,14 +222,23 @@ def test_privot_ledger_environment_variable(capsys, tmp_path, points_csv, monkey
 
 
 def test_barycenter_with_ledger(capsys, tmp_path, groups_csv):
+    """A barycenter is private for one row replaced inside its group (the group sizes
+    are published): a plain replace-one ledger refuses it (issue 24, item 2), an
+    in-group one records it as it is."""
+    plain = tmp_path / "plain.db"
+    init(capsys, plain, "--unit", "row", "--relation", "replace-one", epsilon=3)
+    rc, _, err = _run(capsys, barycenter_args(groups_csv, tmp_path / "out", "--ledger",
+                                              plain, "--convert"))
+    _one_line_error(rc, err, "barycenter", "no documented conversion",
+                    "unit row, relation replace-one-in-group")
     led = tmp_path / "rows.db"
-    init(capsys, led, "--unit", "row", "--relation", "replace-one", epsilon=3)
+    init(capsys, led, "--unit", "row", "--relation", "replace-one-in-group", epsilon=3)
     rc, stdout, err = _run(capsys, barycenter_args(groups_csv, tmp_path / "out",
                                                    "--ledger", led))
     assert rc == 0, err
     rel = _released(led, "barycenter")
     assert rel.mechanism == "private-barycenter-coreset" and rel.epsilon == 1.0
-    assert (rel.unit, rel.relation, rel.conversion) == ("row", "replace-one", 1)
+    assert (rel.unit, rel.relation, rel.conversion) == ("row", "replace-one-in-group", 1)
     assert "ledger rows: spent eps=1 of 3, 2 left (1 releases)" in stdout
 
 
@@ -247,21 +256,17 @@ def test_sample_on_a_replace_one_ledger_is_a_group_of_one(capsys, tmp_path, poin
     assert "ledger users: spent eps=2 of 5, 3 left (1 releases)" in stdout
 
 
-def test_sample_on_a_row_ledger_is_a_group_of_2(capsys, tmp_path, points_csv):
-    """Issue 23, item 3: under row-level replace-one a row can move from one user to
-    another, changing two users' reports: the release is recorded as a group of 2 (twice
-    its epsilon), and the refusal without --convert says so."""
+def test_sample_is_refused_on_a_row_ledger(capsys, tmp_path, points_csv):
+    """A replaced row may take a user id not in the table, which adds a report: a
+    row-level replace-one ledger does not cover a user-level local release (issue 24,
+    item 2; it was recorded as a group of 2); the refusal names the ledger that does."""
     led = tmp_path / "rows.db"
     init(capsys, led, "--unit", "row", "--relation", "replace-one", epsilon=5)
-    rc, _, err = _run(capsys, sample_args(points_csv, tmp_path / "out", "--ledger", led))
-    _one_line_error(rc, err, "sample", "--convert", "group of 2")
-    rc, stdout, err = _run(capsys, sample_args(points_csv, tmp_path / "out",
-                                               "--ledger", led, "--convert"))
-    assert rc == 0, err
-    rel = _released(led, "sample")
-    assert (rel.unit, rel.relation, rel.conversion) == ("user", "local", 2)
-    assert rel.epsilon == 4.0
-    assert "ledger rows: spent eps=4 of 5, 1 left (1 releases)" in stdout
+    rc, _, err = _run(capsys, sample_args(points_csv, tmp_path / "out", "--ledger", led,
+                                          "--convert"))
+    _one_line_error(rc, err, "sample", "no documented conversion",
+                    "unit user, relation replace-one")
+    assert not (tmp_path / "out").exists() and Ledger.open(led).releases() == []
 
 
 def test_sample_cannot_go_on_an_add_remove_ledger(capsys, tmp_path, points_csv):
@@ -278,12 +283,14 @@ def test_a_charge_past_the_total_is_refused_with_nothing_written(capsys, tmp_pat
                                                                  points_csv, groups_csv,
                                                                  command):
     led = tmp_path / "small.db"
-    init(capsys, led, "--unit", "row", "--relation", "replace-one", epsilon=1.5)
-    # every release costs eps=1 on this ledger (the heatmap and the local samples as a
-    # group of 2)
-    make = {"heatmap": lambda o, *e: heatmap_args(points_csv, o, *e, epsilon=0.5),
+    relation = "replace-one" if command == "sample" else "replace-one-in-group"
+    unit = "user" if command == "sample" else "row"
+    init(capsys, led, "--unit", unit, "--relation", relation, epsilon=1.5)
+    # every release costs eps=1 on this ledger (the heatmap as a group of 4: a replaced
+    # row may move between two users)
+    make = {"heatmap": lambda o, *e: heatmap_args(points_csv, o, *e, epsilon=0.25),
             "barycenter": lambda o, *e: barycenter_args(groups_csv, o, *e, epsilon=1),
-            "sample": lambda o, *e: sample_args(points_csv, o, *e, epsilon=0.5)}[command]
+            "sample": lambda o, *e: sample_args(points_csv, o, *e, epsilon=1)}[command]
     flags = ("--ledger", led, "--convert")
     rc, _, err = _run(capsys, make(tmp_path / "first", *flags))
     assert rc == 0, err
@@ -347,9 +354,9 @@ def test_without_a_ledger_nothing_changes(capsys, tmp_path, points_csv):
 def test_a_curator_session(capsys, tmp_path, points_csv, groups_csv):
     """init, two releases of two capabilities, show: both listed, the rest left."""
     led = tmp_path / "survey.db"
-    init(capsys, led, "--unit", "row", "--relation", "replace-one", epsilon=4)
+    init(capsys, led, "--unit", "row", "--relation", "replace-one-in-group", epsilon=4)
     rc, out1, err = _run(capsys, heatmap_args(points_csv, tmp_path / "h", "--ledger", led,
-                                              "--convert", epsilon=0.5))
+                                              "--convert", epsilon=0.25))
     assert rc == 0, err
     assert "ledger survey: spent eps=1 of 4, 3 left (1 releases)" in out1
     rc, out2, err = _run(capsys, barycenter_args(groups_csv, tmp_path / "b",
@@ -362,7 +369,7 @@ def test_a_curator_session(capsys, tmp_path, points_csv, groups_csv):
     lines = report.splitlines()
     first = next(ln for ln in lines if ln.strip().startswith("#1 "))
     second = next(ln for ln in lines if ln.strip().startswith("#2 "))
-    assert "heatmap pyramid [released]" in first and "group of 2" in first
+    assert "heatmap pyramid [released]" in first and "group of 4" in first
     assert str((tmp_path / "h").resolve()) in first
     assert "barycenter private-barycenter-coreset [released]" in second
 
@@ -384,13 +391,13 @@ def test_learn_with_ledger_and_refusal(capsys, tmp_path):
               "--epsilon", "0.5", "--delta", "1e-5", "--epochs", "1",
               "--batch-fraction", "0.25", "--seed", "3"]
     led = tmp_path / "fair.db"
-    init(capsys, led, "--delta", "1e-3", "--unit", "row", "--relation", "replace-one",
-         "--filter", "basic", epsilon=0.8)
+    init(capsys, led, "--delta", "1e-3", "--unit", "row", "--relation",
+         "replace-one-in-group", "--filter", "basic", epsilon=0.8)
     rc, stdout, err = _run(capsys, [*common, "-o", tmp_path / "out", "--ledger", led])
     assert rc == 0, err
     rel = _released(led, "learn")
     assert 0.49 < rel.epsilon <= 0.5 and rel.delta == pytest.approx(1e-5)
-    assert (rel.unit, rel.relation) == ("row", "replace-one")
+    assert (rel.unit, rel.relation) == ("row", "replace-one-in-group")
     assert rel.event.kind == "subsampled-gaussian"  # what ran, for tight composition
     summary = next(ln for ln in stdout.splitlines() if ln.startswith("ledger fair: "))
     assert f"spent eps={rel.epsilon:.6g} of 0.8, " in summary

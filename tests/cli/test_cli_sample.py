@@ -128,7 +128,7 @@ def test_help_says_what_is_public(capsys):
     assert main(["sample", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "What is public: the user list" in text
-    assert "group of 2" in text and "public default input" in text
+    assert "row-level ledgers" in text and "public default input" in text
 
 
 def test_same_seed_same_release(points_csv, tmp_path):

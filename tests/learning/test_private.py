@@ -230,4 +230,4 @@ def test_a_run_without_an_accountant_keeps_its_own_ledger():
     assert len(t.accountant.ledger) == 1
     entry = t.accountant.ledger[0]
     assert entry.cost.epsilon == pytest.approx(t.epsilon) and entry.cost.mu is None
-    assert entry.relation.value == "replace-one"
+    assert entry.relation.value == "replace-one-in-group"

@@ -936,26 +936,27 @@ def test_finish_records_what_ran_even_when_larger_and_warns(tmp_path):
     assert ledger.status(pld=False).basic[0] == pytest.approx(0.8)
 
 
-def test_a_user_level_local_release_is_a_group_of_2_on_a_row_ledger(tmp_path):
-    """Issue 23, item 3: under row-level replace-one a row can move from one user to
-    another, which changes two users' randomisers: a user-level local release (one
-    report per user) costs twice its epsilon there, once on a user-level ledger."""
+def test_a_user_level_local_release_is_refused_on_a_row_ledger(tmp_path):
+    """Issue 23, item 3 recorded a user-level local release on a row-level replace-one
+    ledger as a group of 2 (a row moved between two users changes two randomisers); but
+    a replaced row may also take a user id not in the data, which adds a report: not a
+    change the release covers (issue 24, item 2; tests/privacy/test_ledger_relations.py).
+    On a user-level replace-one ledger it is a group of 1."""
     from privot.privacy.ledger import conversion_factor
 
-    assert conversion_factor("user", "local", "row", "replace-one") == 2
+    assert conversion_factor("user", "local", "row", "replace-one") is None
     assert conversion_factor("user", "local", "user", "replace-one") == 1
     for ledger_unit in ("user", "row"):  # participation is public: never add/remove
         assert conversion_factor("user", "local", ledger_unit, "add-remove") is None
     rows = Ledger.create(tmp_path / "rows.ledger", epsilon=5.0, unit="row",
                          relation="replace-one")
-    rel = rows.charge(PureEvent(0.75), capability="sample", mechanism="ldp", unit="user",
-                      relation="local", convert=True)
-    assert rel.conversion == 2 and rel.epsilon == pytest.approx(1.5)
-    assert rel.event == PureEvent(1.5)
+    with pytest.raises(InvalidParameterError, match="unit user, relation replace-one"):
+        rows.charge(PureEvent(0.75), capability="sample", mechanism="ldp", unit="user",
+                    relation="local", convert=True)
     users = Ledger.create(tmp_path / "users.ledger", epsilon=5.0, unit="user",
                           relation="replace-one")
     rel = users.charge(PureEvent(0.75), capability="sample", mechanism="ldp", unit="user",
-                       relation="local", convert=True)
+                       relation="local")
     assert rel.conversion == 1 and rel.epsilon == pytest.approx(0.75)
 
 

@@ -764,7 +764,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         accountant.spend(PrivacyCost(sample.epsilon, sample.delta,
                                      mu=plan.mu if plan is not None else None, event=ran),
                          mechanism=f"private-barycenter-{method}",
-                         relation=Neighbouring.REPLACE_ONE,
+                         relation=Neighbouring.REPLACE_ONE_IN_GROUP,
                          params={"m": mm, "k": k, "population_size": population_size})
     make = (_coresets_of_points(raw, bounds) if raw is not None
             else _coresets_of_counts(groups, group_keys))
@@ -845,7 +845,8 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
     diag["seconds_total"] = time.perf_counter() - t0
     return BarycenterResult(
         support=support, weights=np.full(mm, 1.0 / mm), method=method,
-        cost=PrivacyCost(eps, dlt), sample_cost=sample, relation=Neighbouring.REPLACE_ONE,
+        cost=PrivacyCost(eps, dlt), sample_cost=sample,
+        relation=Neighbouring.REPLACE_ONE_IN_GROUP,
         secure=secure, bounds=bounds, n_clipped=tuple(n_outside),
         n_unusable=tuple(n_unusable), params=params, diagnostics=diag)
 

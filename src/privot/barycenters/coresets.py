@@ -376,7 +376,8 @@ def noisy_level_counts(leaf_ids: np.ndarray, counts: np.ndarray, *, depth: int,
 
     Privacy
     -------
-    Unit: one point. Relation: replace one point (``REPLACE_ONE``). Replacing a point
+    Unit: one point. Relation: replace one point by another of its group
+    (``REPLACE_ONE_IN_GROUP``; the group sizes are public). Replacing a point
     moves one unit of count from one level-:math:`j` cell to another (or nowhere), so
     each level's count vector has L1 sensitivity 2; each level is one
     :func:`~privot.privacy.mechanisms.discrete_laplace_mechanism` call with sensitivity 2
@@ -404,7 +405,7 @@ def noisy_level_counts(leaf_ids: np.ndarray, counts: np.ndarray, *, depth: int,
         rel = discrete_laplace_mechanism(exact.astype(np.int64), sensitivity=LEVEL_SENSITIVITY,
                                          epsilon=float(eps_levels[j - 1]),
                                          accountant=spender, rng=rng,
-                                         relation=Neighbouring.REPLACE_ONE)
+                                         relation=Neighbouring.REPLACE_ONE_IN_GROUP)
         levels.append(np.asarray(rel.value, dtype=np.int64))
         releases.append(rel)
     return tuple(levels), tuple(releases)
@@ -662,7 +663,8 @@ class PrivateCoreset:
     cost : PrivacyCost
         Pure :math:`\sum_j\varepsilon_j`-DP.
     relation : Neighbouring
-        ``REPLACE_ONE`` (one point of the group replaced; the group size is public).
+        ``REPLACE_ONE_IN_GROUP`` (one point of the group replaced; the group size is
+        public).
     secure : bool
         False when a seeded generator was used: reproducible, **not fit for publication**.
     n : int
@@ -818,7 +820,7 @@ def coreset_from_leaf_counts(leaf_ids: np.ndarray, counts: np.ndarray, n: int | 
               "region": None if region is None else type(region).__name__}
     return PrivateCoreset(points=points, leaf_ids=nz.astype(np.int64),
                           leaf_counts=leaves[nz], depth=depth, level_epsilons=level_eps,
-                          cost=PrivacyCost(spent), relation=Neighbouring.REPLACE_ONE,
+                          cost=PrivacyCost(spent), relation=Neighbouring.REPLACE_ONE_IN_GROUP,
                           secure=all(r.secure for r in releases), n=n_pub,
                           n_clipped=int(n_clipped), placement=placement,
                           n_outside_region=dropped, bounds=bounds, params=params)
@@ -872,7 +874,8 @@ def private_coreset(points: np.ndarray, *, bounds: PublicBounds, epsilon: float,
     Privacy
     -------
     Unit: one point of the group. Relation: replace one point, group size public
-    (``Neighbouring.REPLACE_ONE``; paper 000, Definition 4). The clipping and the leaf
+    (``Neighbouring.REPLACE_ONE_IN_GROUP``; paper 000, Definition 4). The clipping and the
+    leaf
     of a point depend on that point alone, so a replacement changes one leaf count by
     -1 and one by +1: every level's count vector has L1 sensitivity 2. The root count
     ``n`` is public and not noised. Level :math:`j` gets discrete Laplace noise of scale

@@ -575,7 +575,8 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
     Privacy
     -------
     Unit: one row of one group; relation: replace one row
-    (:attr:`Neighbouring.REPLACE_ONE`, paper 000 Def. 4), usable or not; the group sizes
+    (:attr:`Neighbouring.REPLACE_ONE_IN_GROUP`, paper 000 Def. 4), usable or not; the
+    group sizes
     ``n_i`` (rows, unusable included) are public. Sensitivity
     :math:`\sqrt m \max_i \beta_i / k'` per step for any coupling (module docstring,
     ``docs/privacy/barycenters.md``). Total: once charged, the release always answers
@@ -606,7 +607,7 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
 
     if accountant is not None:
         accountant.spend(PrivacyCost(eps, dlt), mechanism=f"barycenter-perturbation-{calibration}",
-                         relation=Neighbouring.REPLACE_ONE,
+                         relation=Neighbouring.REPLACE_ONE_IN_GROUP,
                          params={"sensitivity": sens, "splits": kp, "iterations": T, "m": m})
     a = a0
     trajectory = []
@@ -618,7 +619,7 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
         non_optimal.append(n_non_optimal)
         rel = gaussian_mechanism(exact, sensitivity=sens, epsilon=step_eps, delta=step_delta,
                                  calibration=calibration, rng=noise_rng,
-                                 relation=Neighbouring.REPLACE_ONE)
+                                 relation=Neighbouring.REPLACE_ONE_IN_GROUP)
         releases.append(rel)
         a = np.asarray(rel.value)
         trajectory.append(a)

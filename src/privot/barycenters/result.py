@@ -89,7 +89,8 @@ class BarycenterResult:
     sample_cost : PrivacyCost
         What the mechanism spent on the groups themselves.
     relation : Neighbouring
-        ``REPLACE_ONE``: one point of one group replaced (paper 000 Def. 4).
+        ``REPLACE_ONE_IN_GROUP``: one point of one group replaced by another of that
+        group, the group sizes public (paper 000 Def. 4).
     secure : bool
         False when a seeded generator was used (reproducible, not for publication).
     bounds : PublicBounds

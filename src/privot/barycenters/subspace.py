@@ -594,7 +594,7 @@ class _Noise:
             return gaussian_noise(values, step, self.rng)
         rel = laplace_mechanism(values, sensitivity=step["sensitivity"],
                                 epsilon=step["epsilon"], rng=self.rng,
-                                relation=Neighbouring.REPLACE_ONE)
+                                relation=Neighbouring.REPLACE_ONE_IN_GROUP)
         return np.asarray(rel.value, dtype=np.float64)
 
     def count_deviation(self) -> float:

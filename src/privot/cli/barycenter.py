@@ -447,7 +447,7 @@ def _run(args: argparse.Namespace) -> int:
     out.check()  # before the data is read or anything charged
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
     ledger = ledger_from_args(
-        args, unit="row", relation="replace-one",
+        args, unit="row", relation="replace-one-in-group",
         planned=(PureEvent(epsilon, "barycenter") if args.delta is None
                  else ApproxEvent(epsilon, args.delta, "barycenter")),
         planned_note="" if args.delta is None else "by the (epsilon, delta) pair it proves")
@@ -483,7 +483,7 @@ def _run(args: argparse.Namespace) -> int:
                     f"{size} rows)")
         # with a ledger: charged once, with the release's event, before any noise
         with ledger_spender(ledger, args, capability="barycenter", unit="row",
-                            relation="replace-one", output=out.path) as acct:
+                            relation="replace-one-in-group", output=out.path) as acct:
             result = private_barycenter(
                 data, bounds=None if groups is None else bounds, m=m, epsilon=epsilon,
                 delta=args.delta, method=args.method, population_size=args.population_size,

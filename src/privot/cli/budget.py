@@ -34,7 +34,7 @@ __all__ = ["register"]
 # Parsing imports nothing heavy: these repeat privot.privacy.ledger's UNITS, RELATIONS
 # and FILTERS; tests/cli/test_cli_budget.py checks they agree.
 _UNITS = ("user", "row")
-_RELATIONS = ("add-remove", "replace-one")
+_RELATIONS = ("add-remove", "replace-one", "replace-one-in-group")
 _FILTERS = ("hybrid", "rdp", "basic")
 
 

@@ -401,7 +401,7 @@ def _run(args: argparse.Namespace) -> int:
     out.check()  # before the data is read or anything computed
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
     ledger = ledger_from_args(
-        args, unit="row", relation="replace-one",
+        args, unit="row", relation="replace-one-in-group",
         planned=None if delta is None else ApproxEvent(epsilon, delta, "dp-sgd"),
         planned_note=("by the (epsilon, delta) pair it proves" if delta is not None else
                       "its delta is 1/n^2 of the training rows: give --delta to preview "
@@ -490,7 +490,7 @@ def _run(args: argparse.Namespace) -> int:
         before = {k: scores_of(r) for k, r in groups_.items()}
         # with a ledger: the whole run charged once, with its event, before any noise
         with ledger_spender(ledger, args, capability="learn", unit="row",
-                            relation="replace-one", output=out.path) as acct:
+                            relation="replace-one-in-group", output=out.path) as acct:
             start = time.perf_counter()
             trainer = make_private(model, optimizer, groups, penalty=args.criterion,
                                    alpha=alpha, target_epsilon=epsilon, target_delta=delta,

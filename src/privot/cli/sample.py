@@ -36,9 +36,9 @@ each user's points are what is protected (unit: one user's whole distribution;
 relation: any two inputs of a user, "no usable point inside the bounds" included). On a
 budget ledger (``--ledger``, ``--convert``): a user-level replace-one ledger records the
 release at ``--epsilon`` (a group of 1: one user's data changes, the user list stays); a
-row-level replace-one ledger as a group of 2 (a row moved from one listed user to
-another changes two users' reports); an add/remove ledger refuses it (adding a user adds
-a report: participation is public). How many users had no usable point is curator-only.
+row-level ledger refuses it (a replaced row may take a user id not in the table, adding
+a report), and so does an add/remove ledger (adding a user adds a report: participation
+is public). How many users had no usable point is curator-only.
 
 Privacy
 -------
@@ -101,9 +101,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="What is public: the user list and so the number of samples (local model: "
                "one report per user); each user's points are protected, including "
                "whether any lies inside --bounds. On a ledger (--convert): user-level "
-               "replace-one records the release at --epsilon, row-level replace-one as a "
-               "group of 2 (a row moved between two users changes two reports), "
-               "add/remove refuses it (participation is public). "
+               "replace-one records the release at --epsilon; row-level ledgers (a "
+               "replaced row may take a new user id, adding a report) and add/remove "
+               "ones (participation is public) refuse it. "
                "Publishable: samples.csv (no user ids), base_measure.csv, estimate.csv, "
                "sample.png, release.json. Curator-only, never publish: "
                "curator-samples.csv (samples with user ids), curator-report.json. Exit "

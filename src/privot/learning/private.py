@@ -735,7 +735,7 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
     event = SubsampledGaussianEvent(cal.noise_multiplier, q, steps, "fixed-size",
                                     cal.epsilon, delta)
     accountant.spend(PrivacyCost(cal.epsilon, delta, event=event), mechanism=MECHANISM,
-                     relation=Neighbouring.REPLACE_ONE,
+                     relation=Neighbouring.REPLACE_ONE_IN_GROUP,
                      params={"noise_multiplier": cal.noise_multiplier,
                              "sensitivity": sens.value,
                              "effective_sensitivity": effective, "steps": steps,

@@ -80,7 +80,7 @@ __all__ = ["BudgetStatus", "ChargePreview", "FILTERS", "HYBRID_APPROX_FRACTION",
 #: Environment variable naming the ledger every releasing command charges.
 LEDGER_ENV = "PRIVOT_LEDGER"
 UNITS = ("user", "row")
-RELATIONS = ("add-remove", "replace-one")
+RELATIONS = ("add-remove", "replace-one", "replace-one-in-group")
 FILTERS = ("hybrid", "rdp", "basic")
 #: Part of delta a ``"hybrid"`` ledger sets aside, by default, for releases charged by the
 #: (eps, delta) pair they prove (the rest converts the Renyi sums). Fixed at creation: the
@@ -108,40 +108,46 @@ def conversion_factor(unit: str, relation: str, ledger_unit: str,
                       ledger_relation: str) -> int | None:
     r"""Group size ``k`` that restates a release's guarantee for the ledger's, or None.
 
-    =======================  =========================  ===  =============================
-    release                  ledger                     k    why
-    =======================  =========================  ===  =============================
-    same unit and relation   same                       1    nothing to convert
-    u, add-remove            u, replace-one             2    replace = remove then add
-    user, add-remove         row, either                2    a row change = a user change
-    user, replace-one        row, replace-one           1    a row change = a user change
-    u, local                 u, replace-one             1    one randomiser's input changes
-    user, local              row, replace-one           2    a row moved between two users
-                                                             changes two randomisers
-    anything else            --                         --   refused
-    =======================  =========================  ===  =============================
+    ``u`` is either unit; "in-group" is ``replace-one-in-group`` (one unit replaced by
+    another of its group, the group labels and sizes public).
 
-    A local (LDP) release has no add/remove reading (adding a user adds a report:
-    participation is public in the local model), and a row-level guarantee says nothing
-    about a user with many rows. Reading a local release as replace-one takes its list of
+    ====================  ==========================  ===  ==================================
+    release               ledger                      k    why
+    ====================  ==========================  ===  ==================================
+    same                  same                        1    nothing to convert
+    u, add-remove         u, replace-one or in-group  2    replace = remove then add
+    u, replace-one        u, in-group                 1    an in-group change is a change
+    u, local              u, replace-one or in-group  1    one randomiser's input changes
+    user, add-remove      row, add-remove             2    a row added: a user added, or one
+                                                           user's rows changed (2)
+    user, add-remove      row, replace-one or         4    a replaced row may move from one
+                          in-group                         user to another: two users'
+                                                           rows change (2 each)
+    anything else         --                          --   refused
+    ====================  ==========================  ===  ==================================
+
+    Refused, and why: a replace-one release on an add-remove ledger (the size of the data
+    is not protected); an in-group release on a plain replace-one ledger (a replacement
+    that changes a unit's group changes the published group sizes); a row-level release
+    on a user ledger (a user may hold many rows); a user-level replace-one or local
+    release on a row ledger (a replaced row may take a user id not in the data: the
+    number of users, or of reports, changes, which neither release covers); a local
+    release on an add-remove ledger (adding a user adds a report: participation is
+    public in the local model). Reading a local release as replace-one takes its list of
     randomisers (the user list of ``privot sample``) as public and fixed: one report per
     listed user whatever their data (``docs/privacy/sampling.md``).
     """
     if (unit, relation) == (ledger_unit, ledger_relation):
         return 1
-    if relation == "local":
-        if ledger_relation != "replace-one" or (unit, ledger_unit) == ("row", "user"):
-            return None  # participation is public; a row randomiser says nothing of users
-        # replacing a row of a user-level randomiser's data may move it to another user:
-        # two randomisers' inputs change
-        return 2 if (unit, ledger_unit) == ("user", "row") else 1
-    if unit == ledger_unit and relation == "add-remove" and ledger_relation == "replace-one":
-        return 2
-    if unit == "user" and ledger_unit == "row":
-        if relation == "add-remove":
-            return 2
-        if relation == "replace-one" and ledger_relation == "replace-one":
+    replace = ("replace-one", "replace-one-in-group")
+    if unit == ledger_unit:
+        if relation in ("add-remove", "local") and ledger_relation in replace:
+            return 2 if relation == "add-remove" else 1
+        if (relation, ledger_relation) == ("replace-one", "replace-one-in-group"):
             return 1
+        return None
+    if (unit, ledger_unit, relation) == ("user", "row", "add-remove"):
+        return 2 if ledger_relation == "add-remove" else 4
     return None
 
 

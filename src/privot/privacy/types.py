@@ -25,11 +25,16 @@ class Neighbouring(str, enum.Enum):
 
     ``ADD_REMOVE``: the datasets differ by one unit added or removed (unbounded DP).
     ``REPLACE_ONE``: same size, one unit replaced by another (bounded DP).
+    ``REPLACE_ONE_IN_GROUP``: one unit replaced by another *of the same group*, the group
+    labels and sizes public (barycenters of k groups, paper 000 Def. 4; DP-SGD with
+    per-group batches and fairness penalties, paper 004): a replacement that changes a
+    unit's group changes the published group sizes and is not covered.
     ``LOCAL``: local DP, any two inputs of one user (the randomiser's input space).
     """
 
     ADD_REMOVE = "add-remove"
     REPLACE_ONE = "replace-one"
+    REPLACE_ONE_IN_GROUP = "replace-one-in-group"
     LOCAL = "local"
 
 

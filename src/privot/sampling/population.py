@@ -64,10 +64,10 @@ What each relation makes public (``docs/privacy/sampling.md``, ``docs/privacy/bu
   :math:`e^\varepsilon`; the user list is public.
 * **replace-one of a user** (a ledger of that relation records the release at
   ``epsilon``, a group of 1): the user list is fixed and public; one user's data changes.
-* **replace-one of a row** (recorded as a group of 2): a row may move from one listed
-  user to another, changing two users' inputs, hence two reports. The user list is still
-  public: a change that would add or remove a distinct user id changes the number of
-  reports and is outside the relation.
+* **replace-one of a row**: not covered, a ledger of that relation refuses the release.
+  A replaced row may move from one listed user to another (two reports change) but also
+  take a user id not in the table, which adds a report (issue 24: it was recorded as a
+  group of 2; ``tests/privacy/test_ledger_relations.py``).
 * **add/remove of a user**: not protected (adding a user adds a report: participation is
   public in the local model); a ledger of that relation refuses the release.
 
