@@ -88,7 +88,8 @@ def test_init_and_show_text_json_plot(capsys, tmp_path):
     path = tmp_path / "census.db"
     out = init(capsys, path, "--delta", "1e-6", "--name", "census", "--unit", "row",
                "--relation", "replace-one", "--approx-delta", "0.25", epsilon=3)
-    assert len(out.strip().splitlines()) == 1
+    created, records = out.strip().splitlines()  # what it is, and what it records
+    assert records.startswith("privot budget: it records heatmap: as a group of 4")
     assert "'census'" in out and "eps=3" in out and "row-level" in out
     assert "replace-one" in out and "hybrid" in out and "0.25 of delta reserved" in out
     ledger = Ledger.open(path)
@@ -474,3 +475,42 @@ def test_budget_plan_splits_what_is_left(capsys, tmp_path, points_csv):
     _one_line_error(rc, err, "budget", "--weights")
     rc, _, err = _run(capsys, ["budget", "plan", led, "--releases", "2", "--names", "a"])
     _one_line_error(rc, err, "budget", "--names")
+
+
+def test_init_for_chooses_the_ledger_the_releases_need(capsys, tmp_path):
+    """issue 24, item 3: a curator names the commands a ledger is for and gets the unit
+    and relation that record them all at the least cost; a set no relation covers is
+    refused with why, and nothing is created."""
+    out = init(capsys, tmp_path / "a.db", "--delta", "1e-6", "--for",
+               "heatmap,barycenter,learn")
+    ledger = Ledger.open(tmp_path / "a.db")
+    assert (ledger.unit, ledger.relation) == ("row", "replace-one-in-group")
+    assert "heatmap: as a group of 4" in out and "barycenter: as it is" in out
+    out = init(capsys, tmp_path / "b.db", "--for", "sample,heatmap")
+    assert (Ledger.open(tmp_path / "b.db").unit, Ledger.open(tmp_path / "b.db").relation) \
+        == ("user", "replace-one")
+    assert "sample: as it is" in out and "heatmap: as a group of 2" in out
+    rc, _, err = _run(capsys, ["budget", "init", tmp_path / "c.db", "--epsilon", 1,
+                               "--for", "sample,barycenter"])
+    _one_line_error(rc, err, "budget", "no one ledger records all of sample, barycenter",
+                    "replace-one-in-group", "user-level local")
+    assert not (tmp_path / "c.db").exists()
+    rc, _, err = _run(capsys, ["budget", "init", tmp_path / "c.db", "--epsilon", 1,
+                               "--for", "heatmap", "--unit", "row"])
+    _one_line_error(rc, err, "budget", "not both")
+    rc, _, err = _run(capsys, ["budget", "init", tmp_path / "c.db", "--epsilon", 1,
+                               "--for", "heatmaps"])
+    _one_line_error(rc, err, "budget", "heatmap, barycenter, sample, learn")
+
+
+def test_the_commands_state_the_relations_of_the_table():
+    """privot budget init --for reads RELEASE_RELATIONS; the library's releases state the
+    same relations (a mismatch would choose a ledger that refuses them)."""
+    from privot.cli._common import RELEASE_RELATIONS
+    from privot.privacy.types import Neighbouring
+
+    assert RELEASE_RELATIONS["barycenter"]["relation"] == \
+        Neighbouring.REPLACE_ONE_IN_GROUP.value
+    assert RELEASE_RELATIONS["learn"]["relation"] == Neighbouring.REPLACE_ONE_IN_GROUP.value
+    assert RELEASE_RELATIONS["sample"]["relation"] == Neighbouring.LOCAL.value
+    assert RELEASE_RELATIONS["heatmap"]["relation"] == Neighbouring.ADD_REMOVE.value

@@ -21,12 +21,12 @@ if TYPE_CHECKING:
 
     from privot.privacy.ledger import Ledger
 
-__all__ = ["DEFAULT_COLUMNS", "LEDGER_ENV", "add_column_arguments", "add_engine_arguments",
-           "add_ledger_arguments", "add_output_arguments", "add_point_table_arguments",
-           "add_seed_argument", "column_list",
-           "DryRunDone", "engine_from_args", "engine_name", "ledger_from_args", "ledger_path",
-           "ledger_spender", "ledger_summary", "rng_from_args", "write_json",
-           "positive_float", "to_json"]
+__all__ = ["DEFAULT_COLUMNS", "LEDGER_ENV", "RELEASE_RELATIONS", "DryRunDone",
+           "add_column_arguments", "add_engine_arguments", "add_ledger_arguments",
+           "add_output_arguments", "add_point_table_arguments", "add_seed_argument",
+           "column_list", "engine_from_args", "engine_name", "ledger_from_args",
+           "ledger_path", "ledger_spender", "ledger_summary", "positive_float",
+           "rng_from_args", "to_json", "write_json"]
 
 #: :data:`privot.privacy.ledger.LEDGER_ENV`, repeated so that parsing imports nothing
 #: heavy (tests/cli/test_cli_budget.py checks they agree).
@@ -246,6 +246,19 @@ def write_json(path: Path, payload: Any) -> None:
 
 
 # -- the privacy budget ledger (privot.privacy.ledger) -------------------------------------
+
+#: The unit and neighbouring relation each releasing command states (the library's:
+#: heatmaps user add/remove; sampling user local with the user list public; barycenters
+#: and DP-SGD learning row replace-one inside a group, the group sizes public). One
+#: table for the commands, ``privot budget init --for`` and the docs
+#: (``docs/privacy/budget.md``).
+RELEASE_RELATIONS: dict[str, dict[str, str]] = {
+    "heatmap": {"unit": "user", "relation": "add-remove"},
+    "barycenter": {"unit": "row", "relation": "replace-one-in-group"},
+    "sample": {"unit": "user", "relation": "local"},
+    "learn": {"unit": "row", "relation": "replace-one-in-group"},
+}
+
 
 def add_ledger_arguments(parser: argparse.ArgumentParser) -> None:
     """``--ledger PATH`` (default ``$PRIVOT_LEDGER``) and ``--convert`` of a releasing

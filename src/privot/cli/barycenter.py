@@ -64,6 +64,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from privot.cli._common import (
+    RELEASE_RELATIONS,
     add_column_arguments,
     add_engine_arguments,
     add_ledger_arguments,
@@ -447,7 +448,7 @@ def _run(args: argparse.Namespace) -> int:
     out.check()  # before the data is read or anything charged
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
     ledger = ledger_from_args(
-        args, unit="row", relation="replace-one-in-group",
+        args, **RELEASE_RELATIONS["barycenter"],
         planned=(PureEvent(epsilon, "barycenter") if args.delta is None
                  else ApproxEvent(epsilon, args.delta, "barycenter")),
         planned_note="" if args.delta is None else "by the (epsilon, delta) pair it proves")
@@ -482,8 +483,8 @@ def _run(args: argparse.Namespace) -> int:
                     "--m", m, f"at most the size of the smallest group ({name!r} has "
                     f"{size} rows)")
         # with a ledger: charged once, with the release's event, before any noise
-        with ledger_spender(ledger, args, capability="barycenter", unit="row",
-                            relation="replace-one-in-group", output=out.path) as acct:
+        with ledger_spender(ledger, args, capability="barycenter",
+                            **RELEASE_RELATIONS["barycenter"], output=out.path) as acct:
             result = private_barycenter(
                 data, bounds=None if groups is None else bounds, m=m, epsilon=epsilon,
                 delta=args.delta, method=args.method, population_size=args.population_size,

@@ -27,7 +27,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from privot.cli._common import LEDGER_ENV, ledger_path, open_ledger, positive_float, to_json
+from privot.cli._common import (
+    LEDGER_ENV,
+    RELEASE_RELATIONS,
+    ledger_path,
+    open_ledger,
+    positive_float,
+    to_json,
+)
 
 __all__ = ["register"]
 
@@ -62,10 +69,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="total delta, in [0, 1) (default: %(default)s)")
     init.add_argument("--name", default=None,
                       help="the data set's name (default: the file's stem)")
-    init.add_argument("--unit", choices=_UNITS, default="user",
-                      help="unit of privacy (default: %(default)s)")
-    init.add_argument("--relation", choices=_RELATIONS, default="add-remove",
-                      help="neighbouring relation (default: %(default)s)")
+    init.add_argument("--for", dest="for_", default=None, metavar="COMMANDS",
+                      help="the commands whose releases the ledger is for, e.g. "
+                           "heatmap,barycenter,learn: the unit and relation are chosen to "
+                           "record all of them at the least cost (instead of --unit and "
+                           "--relation)")
+    init.add_argument("--unit", choices=_UNITS, default=None,
+                      help="unit of privacy (default: user)")
+    init.add_argument("--relation", choices=_RELATIONS, default=None,
+                      help="neighbouring relation (default: add-remove)")
     init.add_argument("--filter", choices=_FILTERS, default=None,
                       help="composition enforced: hybrid (the default when delta > 0: a "
                            "release is charged at most the (epsilon, delta) it proves, and "
@@ -155,8 +167,9 @@ def _init(args: argparse.Namespace) -> int:
                                     "ledger is never re-initialised)")
     if not path.parent.is_dir():
         raise InvalidParameterError("PATH", args.path, "a path in an existing folder")
+    unit, relation = _unit_and_relation(args)
     ledger = Ledger.create(path, epsilon=epsilon, delta=delta, name=args.name,
-                           unit=args.unit, relation=args.relation, filter=args.filter,
+                           unit=unit, relation=relation, filter=args.filter,
                            approx_delta=fraction)
     eps_t, dlt_t = ledger.total
     share = float(ledger.spec["approx_delta"]) / dlt_t if dlt_t > 0 else 0.0
@@ -165,7 +178,67 @@ def _init(args: argparse.Namespace) -> int:
     print(f"privot budget: created ledger {ledger.name!r} at {ledger.path}: total eps="
           f"{eps_t:g}, delta={dlt_t:g}, {ledger.unit}-level, {ledger.relation}, filter "
           f"{ledger.filter}{reserve}")
+    print(f"privot budget: it records {_what_it_records(ledger.unit, ledger.relation)}")
     return 0
+
+
+def _factors(unit: str, relation: str) -> dict[str, int | None]:
+    """Each releasing command's group factor on a ``unit``/``relation`` ledger (None:
+    refused)."""
+    from privot.privacy.ledger import conversion_factor
+
+    return {cap: conversion_factor(r["unit"], r["relation"], unit, relation)
+            for cap, r in RELEASE_RELATIONS.items()}
+
+
+def _what_it_records(unit: str, relation: str) -> str:
+    """In words: which commands' releases a ledger records, at which factor."""
+    parts = []
+    for cap, k in _factors(unit, relation).items():
+        parts.append(f"{cap}: refused" if k is None else f"{cap}: as it is" if k == 1
+                     else f"{cap}: as a group of {k} (its epsilon {k} times, with --convert)")
+    return "; ".join(parts)
+
+
+def _unit_and_relation(args: argparse.Namespace) -> tuple[str, str]:
+    """``--unit``/``--relation`` (defaults user, add-remove), or the ledger that records
+    every command of ``--for`` at the least total factor."""
+    from privot.errors import InvalidParameterError
+    from privot.privacy.ledger import RELATIONS, UNITS
+
+    if args.for_ is None:
+        return args.unit or "user", args.relation or "add-remove"
+    if args.unit is not None or args.relation is not None:
+        raise InvalidParameterError(
+            "--for", args.for_, "--for or --unit/--relation",
+            message="give either --for (the commands the ledger is for; privot chooses "
+                    "the unit and relation) or --unit and --relation, not both")
+    caps = [c.strip() for c in args.for_.split(",") if c.strip()]
+    unknown = [c for c in caps if c not in RELEASE_RELATIONS]
+    if not caps or unknown:
+        raise InvalidParameterError(
+            "--for", args.for_, f"commands among {', '.join(RELEASE_RELATIONS)}",
+            message=f"--for {args.for_!r}: name releasing commands, separated by commas, "
+                    f"among {', '.join(RELEASE_RELATIONS)}")
+    best = None
+    for u in UNITS:
+        for r in RELATIONS:
+            ks = _factors(u, r)
+            if all(ks[c] is not None for c in caps):
+                cost = sum(ks[c] for c in caps)
+                if best is None or cost < best[0]:
+                    best = (cost, u, r)
+    if best is None:
+        need = "; ".join(f"{c}: {RELEASE_RELATIONS[c]['unit']}-level "
+                         f"{RELEASE_RELATIONS[c]['relation']}" for c in caps)
+        raise InvalidParameterError(
+            "--for", args.for_, "commands one ledger can record together",
+            message=f"no one ledger records all of {', '.join(caps)}: their releases are "
+                    f"private for relations no single relation covers ({need}; "
+                    "docs/privacy/budget.md), so their guarantees do not compose into "
+                    "one: give each group of commands its own ledger, each guarantee "
+                    "stated for its own relation")
+    return best[1], best[2]
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -45,6 +45,7 @@ import sys
 import time
 
 from privot.cli._common import (
+    RELEASE_RELATIONS,
     add_engine_arguments,
     add_ledger_arguments,
     add_output_arguments,
@@ -161,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
     out.check()  # before the data is read or anything charged
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
     method = _METHODS[args.baseline]
-    ledger = ledger_from_args(args, unit="user", relation="add-remove",
+    ledger = ledger_from_args(args, **RELEASE_RELATIONS["heatmap"],
                               planned=PureEvent(epsilon, method))
     engine = engine_from_args(args)
     rng = rng_from_args(args)
@@ -181,8 +182,8 @@ def _run(args: argparse.Namespace) -> int:
                   "resolution": grid.resolution, "aspect": args.aspect, "w": args.w,
                   "gamma": args.gamma, "sigma": args.sigma, "method": method,
                   "threshold": args.threshold, "engine": args.engine}
-        with ledger_spender(ledger, args, capability="heatmap", unit="user",
-                            relation="add-remove", output=out.path,
+        with ledger_spender(ledger, args, capability="heatmap",
+                            **RELEASE_RELATIONS["heatmap"], output=out.path,
                             event=PureEvent(epsilon, method), mechanism=method,
                             params=params) as acct:
             result = private_heatmap(sums, grid=grid, epsilon=epsilon, w=args.w,

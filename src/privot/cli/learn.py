@@ -59,6 +59,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from privot.cli._common import (
+    RELEASE_RELATIONS,
     add_ledger_arguments,
     add_output_arguments,
     add_seed_argument,
@@ -401,7 +402,7 @@ def _run(args: argparse.Namespace) -> int:
     out.check()  # before the data is read or anything computed
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
     ledger = ledger_from_args(
-        args, unit="row", relation="replace-one-in-group",
+        args, **RELEASE_RELATIONS["learn"],
         planned=None if delta is None else ApproxEvent(epsilon, delta, "dp-sgd"),
         planned_note=("by the (epsilon, delta) pair it proves" if delta is not None else
                       "its delta is 1/n^2 of the training rows: give --delta to preview "
@@ -489,8 +490,8 @@ def _run(args: argparse.Namespace) -> int:
 
         before = {k: scores_of(r) for k, r in groups_.items()}
         # with a ledger: the whole run charged once, with its event, before any noise
-        with ledger_spender(ledger, args, capability="learn", unit="row",
-                            relation="replace-one-in-group", output=out.path) as acct:
+        with ledger_spender(ledger, args, capability="learn",
+                            **RELEASE_RELATIONS["learn"], output=out.path) as acct:
             start = time.perf_counter()
             trainer = make_private(model, optimizer, groups, penalty=args.criterion,
                                    alpha=alpha, target_epsilon=epsilon, target_delta=delta,

@@ -59,6 +59,7 @@ import sys
 import time
 
 from privot.cli._common import (
+    RELEASE_RELATIONS,
     add_engine_arguments,
     add_ledger_arguments,
     add_output_arguments,
@@ -166,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
-    ledger = ledger_from_args(args, unit="user", relation="local",
+    ledger = ledger_from_args(args, **RELEASE_RELATIONS["sample"],
                               planned=PureEvent(epsilon, args.mechanism),
                               planned_note="one eps-LDP report per user")
     engine = engine_from_args(args)
@@ -192,8 +193,8 @@ def _run(args: argparse.Namespace) -> int:
         # the sample for the server's estimate
         channel = mechanism.channel() if args.variant == "linear" else None
         # with a ledger: charged once, before anything is drawn
-        with ledger_spender(ledger, args, capability="sample", unit="user",
-                            relation="local", output=out.path) as acct:
+        with ledger_spender(ledger, args, capability="sample",
+                            **RELEASE_RELATIONS["sample"], output=out.path) as acct:
             released = sample_population(counts, mechanism, variant=args.variant, rng=rng,
                                          channel=channel, accountant=acct)
         seconds["sample"] = time.perf_counter() - start
