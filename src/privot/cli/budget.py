@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from privot.cli._common import (
     LEDGER_ENV,
@@ -241,16 +242,24 @@ def _unit_and_relation(args: argparse.Namespace) -> tuple[str, str]:
     return best[1], best[2]
 
 
-def _show(args: argparse.Namespace) -> int:
+def _named_ledger(args: argparse.Namespace, example: str) -> Any:
+    """The ledger of PATH or ``$PRIVOT_LEDGER``; refused in plain words (with the
+    command line ``example``) when neither is given."""
     from privot.errors import InvalidParameterError
 
     found = ledger_path(args.path, flag="PATH")
     if found is None:
         raise InvalidParameterError(
             "PATH", None, f"a ledger file: give PATH or set ${LEDGER_ENV}",
-            message=f"no ledger given: name its file (privot budget show FILE) or set "
+            message=f"no ledger given: name its file ({example}) or set "
                     f"${LEDGER_ENV}=FILE")
-    ledger = open_ledger(*found)
+    return open_ledger(*found)
+
+
+def _show(args: argparse.Namespace) -> int:
+    from privot.errors import InvalidParameterError
+
+    ledger = _named_ledger(args, "privot budget show FILE")
     if args.plot is not None:
         from pathlib import Path
 
@@ -283,12 +292,6 @@ def _plan(args: argparse.Namespace) -> int:
     from privot.errors import InvalidParameterError
     from privot.privacy.ledger import split_budget
 
-    found = ledger_path(args.path, flag="PATH")
-    if found is None:
-        raise InvalidParameterError(
-            "PATH", None, f"a ledger file: give PATH or set ${LEDGER_ENV}",
-            message=f"no ledger given: name its file (privot budget plan FILE --releases "
-                    f"N) or set ${LEDGER_ENV}=FILE")
     if args.releases is not None:
         if args.releases < 1:
             raise InvalidParameterError("--releases", args.releases, "an integer >= 1")
@@ -306,7 +309,7 @@ def _plan(args: argparse.Namespace) -> int:
     if len(names) != len(weights):
         raise InvalidParameterError("--names", args.names,
                                     f"{len(weights)} names, one per release")
-    ledger = open_ledger(*found)
+    ledger = _named_ledger(args, "privot budget plan FILE --releases N")
     eps, previews = split_budget(ledger, weights, delta_each=args.delta_each,
                                  unit=args.unit, relation=args.relation, convert=True)
     rows = [{"name": n, "weight": w, "epsilon": e, "delta": args.delta_each,
