@@ -231,7 +231,7 @@ def worker_coreset(engine: str, path: str, out: str) -> dict:
         def run():
             return coreset_leaf_counts(path, bounds=bounds, depth=DEPTH,
                                        coordinate_columns=["longitude", "latitude"],
-                                       group_column="g", backend=backend, spark=spark,
+                                       group_column="g", engine=backend, spark=spark,
                                        leaf_step=step)
     t0 = time.perf_counter()
     res = run()

@@ -16,6 +16,7 @@ import numpy as np
 from privot.errors import InvalidDataError, InvalidParameterError, plain_repr
 
 __all__ = [
+    "renamed_argument",
     "check_group_sequence",
     "check_epsilon",
     "check_delta",
@@ -168,3 +169,26 @@ def check_group_sequence(groups: object, name: str = "groups") -> list:
     if not items:
         raise InvalidDataError(f"{name} is empty (k = 0); at least one is needed")
     return items
+
+
+def renamed_argument(new_name: str, new: object, old_name: str, old: object, *,
+                     default: object, stacklevel: int = 3) -> object:
+    """The value of an argument renamed ``old_name`` -> ``new_name``, old name kept
+    for a release as a deprecated alias.
+
+    ``new`` and ``old`` are what the caller passed (None: not given). ``old`` alone:
+    a :class:`DeprecationWarning` naming both, and its value is used; both: refused
+    (:class:`~privot.errors.InvalidParameterError` naming the old one); neither:
+    ``default``.
+    """
+    if old is None:
+        return default if new is None else new
+    if new is not None:
+        raise InvalidParameterError(
+            old_name, old, f"not together with {new_name}=: {old_name}= is the deprecated "
+            f"name of {new_name}=, pass {new_name}= only")
+    import warnings
+
+    warnings.warn(f"{old_name}= is deprecated; use {new_name}= (same values)",
+                  DeprecationWarning, stacklevel=stacklevel)
+    return old

@@ -24,6 +24,10 @@ __all__ = [
     "BudgetExceededError",
     "MissingExtraError",
     "ConvergenceError",
+    "SourceNotFoundError",
+    "DataNotFoundError",
+    "EngineResultError",
+    "PolytopeViolationError",
     "DataWarning",
 ]
 
@@ -92,6 +96,41 @@ class MissingExtraError(PrivotError, ImportError):
 
 class ConvergenceError(PrivotError, RuntimeError):
     """A numerical solver failed (overflow, NaN, no convergence) and says so loudly."""
+
+
+class SourceNotFoundError(PrivotError, FileNotFoundError):
+    """The input file or folder given to an engine does not exist.
+
+    Subclasses :class:`PrivotError` (the CLI reports it on one line) and
+    :class:`FileNotFoundError` (``except FileNotFoundError`` catches it). Also importable
+    from :mod:`privot.engines`.
+    """
+
+
+class DataNotFoundError(PrivotError, FileNotFoundError):
+    """The shared data folder, or a file inside it, could not be found.
+
+    Subclasses :class:`PrivotError` (so the CLI reports it on one line) and
+    :class:`FileNotFoundError` (so ``except FileNotFoundError`` catches it). Also
+    importable from :mod:`privot.datasets`.
+    """
+
+
+class EngineResultError(PrivotError, RuntimeError):
+    """An engine's query, or a step's row function, broke the step's own contract (no
+    totals row, a wrong number of values per row, inconsistent counts).
+
+    A bug in privot or a broken engine, never a property of the caller's data: the
+    message names the step and what it expected.
+    """
+
+
+class PolytopeViolationError(PrivotError, RuntimeError):
+    """Integer weights outside the certified grid polytope: nothing is sampled.
+
+    Raised by the local device sampler (:mod:`privot.sampling.device`, which also
+    exports it).
+    """
 
 
 class DataWarning(UserWarning):

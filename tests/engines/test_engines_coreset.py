@@ -55,7 +55,7 @@ def test_duckdb_equals_numpy(threads):
 
     df = _frame()
     got = coreset_leaf_counts(df, bounds=BOUNDS, depth=DEPTH, coordinate_columns=COLS,
-                              group_column="group", backend=DuckDBEngine(threads=threads))
+                              group_column="group", engine=DuckDBEngine(threads=threads))
     _assert_same(got, _numpy_counts(df))
 
 
@@ -173,7 +173,7 @@ def test_duckdb_ball_bounds_equal_the_in_memory_path(tmp_path):
 def test_spark_ball_bounds_equal_duckdb_and_the_in_memory_path(spark):
     df = _ball_frame()
     _check_ball(coreset_leaf_counts(df, bounds=BALL, depth=12, coordinate_columns=["p", "q"],
-                                    group_column="group", backend="spark", spark=spark), df)
+                                    group_column="group", engine="spark", spark=spark), df)
 
 
 @pytest.mark.spark
@@ -184,7 +184,7 @@ def test_spark_equals_local(spark, tmp_path):
     local = coreset_leaf_counts(pq, bounds=BOUNDS, depth=DEPTH, coordinate_columns=COLS,
                                 group_column="group")
     remote = coreset_leaf_counts(pq, bounds=BOUNDS, depth=DEPTH, coordinate_columns=COLS,
-                                 group_column="group", backend="spark", spark=spark)
+                                 group_column="group", engine="spark", spark=spark)
     _assert_same(remote, _numpy_counts(df))
     for g in local.counts:
         np.testing.assert_array_equal(local.counts[g][0], remote.counts[g][0])
@@ -245,10 +245,30 @@ def test_spark_box_sql_equals_duckdb_on_cell_faces(spark):
     local = coreset_leaf_counts(df, bounds=bounds, depth=22, coordinate_columns=cols,
                                 group_column="group")
     remote = coreset_leaf_counts(df, bounds=bounds, depth=22, coordinate_columns=cols,
-                                 group_column="group", backend="spark", spark=spark)
+                                 group_column="group", engine="spark", spark=spark)
     assert sorted(local.counts) == sorted(remote.counts)
     for g in local.counts:
         np.testing.assert_array_equal(local.counts[g][0], remote.counts[g][0])
         np.testing.assert_array_equal(local.counts[g][1], remote.counts[g][1])
     assert (local.n, local.n_clipped, local.n_unusable) == (
         remote.n, remote.n_clipped, remote.n_unusable)
+
+
+def test_backend_is_a_deprecated_alias_of_engine():
+    """Issue 25: ``engine=`` as everywhere; ``backend=`` warns, gives the same counts, and
+    is refused together with ``engine=``."""
+    args = {"bounds": BOUNDS, "depth": DEPTH, "coordinate_columns": COLS,
+            "group_column": "group"}
+    new = coreset_leaf_counts(_frame(50), engine="duckdb", **args)
+    with pytest.warns(DeprecationWarning, match="backend= is deprecated; use engine="):
+        old = coreset_leaf_counts(_frame(50), backend="duckdb", **args)
+    assert new.counts.keys() == old.counts.keys()
+    for g in new.counts:
+        for a, b in zip(new.counts[g], old.counts[g], strict=True):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(InvalidParameterError) as info:
+        coreset_leaf_counts(_frame(50), engine="duckdb", backend="duckdb", **args)
+    assert info.value.name == "backend"
+    with pytest.raises(InvalidParameterError) as info:
+        coreset_leaf_counts(_frame(10), engine="dask", **args)
+    assert info.value.name == "engine"

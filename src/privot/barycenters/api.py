@@ -94,9 +94,9 @@ from privot.ot import (
     solution_weights,
     support_points,
 )
-from privot.ot._common import as_generator
 from privot.privacy import accounting
 from privot.privacy.events import ComposedEvent, GaussianEvent, PrivacyEvent, PureEvent
+from privot.privacy.noise import check_rng
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender
 
 __all__ = ["METHODS", "choose_method", "default_projection_dim", "private_barycenter",
@@ -567,6 +567,9 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
         with Gaussian noise, True with Laplace noise).
     rng : Generator or int, optional
         Seeded randomness for experiments (``secure=False``); default OS CSPRNG noise.
+        The :func:`~privot.privacy.noise.check_rng` rule (an int seed is
+        ``numpy.random.default_rng(seed)``); a BitSource is refused here, as the public
+        randomness (projections, subsampling) is drawn from a numpy generator.
     accountant : Spender, optional
         Charged the sample budget once, before anything is released.
     progress : bool, optional
@@ -724,7 +727,7 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any, *,
 
     _check_solver(solver, reg, n_outer, n_inner, polish)  # before any charge
     sample = _sample_budget(eps, dlt, sizes, population_size)
-    gen = as_generator(rng) if rng is not None else None
+    gen = check_rng(rng, bits=False)  # the one rng rule (an int seed: default_rng(seed))
     plan: SubspacePlan | None = None
     if method == "subspace":  # every public choice fixed before the charge
         plan = plan_subspace(sizes=sizes, m=mm,

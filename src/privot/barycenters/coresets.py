@@ -45,6 +45,7 @@ from privot.barycenters.regions import Region
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.privacy.budget import TaggedSpender, check_spender, ensure_affordable
 from privot.privacy.mechanisms import discrete_laplace_mechanism
+from privot.privacy.noise import check_rng
 from privot.privacy.types import Neighbouring, PrivacyCost, Release, Spender
 
 __all__ = [
@@ -715,14 +716,8 @@ class PrivateCoreset:
 
 def _generators(rng: object) -> tuple[np.random.Generator | None, np.random.Generator]:
     """(noise rng, placement rng): None -> secure noise and an OS-seeded placement rng."""
-    if rng is None:
-        return None, np.random.default_rng()
-    if isinstance(rng, np.random.Generator):
-        return rng, rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        g = np.random.default_rng(int(rng))
-        return g, g
-    raise InvalidParameterError("rng", rng, "None, an int seed or a numpy Generator")
+    g = check_rng(rng, bits=False)
+    return (None, np.random.default_rng()) if g is None else (g, g)
 
 
 def coreset_from_leaf_counts(leaf_ids: np.ndarray, counts: np.ndarray, n: int | None = None,

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from privot._usable import usable_rows
-from privot._validation import check_int
+from privot._validation import check_int, renamed_argument
 from privot.barycenters.coresets import (
     MAX_DEPTH,
     PrivateCoreset,
@@ -248,10 +248,11 @@ def _collect(got: dict[str, np.ndarray], grouped: bool, bounds: PublicBounds,
 
 def coreset_leaf_counts(source: Any, *, bounds: PublicBounds, depth: int,
                         coordinate_columns: Sequence[str], group_column: str | None = None,
-                        backend: str | Engine = "duckdb", spark: Any = None,
+                        engine: str | Engine | None = None, spark: Any = None,
                         sep: str | None = None,
                         names: Sequence[str] | None = None,
-                        leaf_step: str = "auto") -> CoresetLeafCounts:
+                        leaf_step: str = "auto",
+                        backend: str | Engine | None = None) -> CoresetLeafCounts:
     r"""Exact per-(group, leaf) counts for the private coreset, on DuckDB or Spark.
 
     Parameters
@@ -268,8 +269,8 @@ def coreset_leaf_counts(source: Any, *, bounds: PublicBounds, depth: int,
         The ``d`` coordinate columns, in the order of ``bounds``.
     group_column : str, optional
         Column of the group (distribution) each row belongs to.
-    backend : {"duckdb", "spark", "local"} or Engine, default "duckdb"
-        The engine (``"local"`` = ``"duckdb"``).
+    engine : {"duckdb", "spark", "local"} or Engine, default "duckdb"
+        The engine (``"local"`` = ``"duckdb"``), as everywhere in privot.
     spark : pyspark.sql.SparkSession, optional
     sep, names : optional
         Delimiter and column names of a header-less text file.
@@ -277,6 +278,9 @@ def coreset_leaf_counts(source: Any, *, bounds: PublicBounds, depth: int,
         How rows find their leaf: ``"sql"`` (box bounds only, :data:`BOX_CELLS_SQL`) or
         the numpy ``"row_function"`` (:func:`leaf_codes`); ``"auto"`` takes SQL for a
         box. Same counts either way (tested bit for bit); kept for comparison.
+    backend : optional
+        Deprecated name of ``engine`` (a :class:`DeprecationWarning`; refused together
+        with ``engine``).
 
     Returns
     -------
@@ -290,6 +294,7 @@ def coreset_leaf_counts(source: Any, *, bounds: PublicBounds, depth: int,
     so replacing one row of a group moves one unit between two leaves of that group
     (``docs/privacy/barycenters.md``). The counts are curator-side values.
     """
+    engine = renamed_argument("engine", engine, "backend", backend, default="duckdb")
     if not isinstance(bounds, PublicBounds):
         raise InvalidParameterError("bounds", bounds, "a privot PublicBounds")
     depth = check_int(depth, "depth", minimum=1, maximum=MAX_DEPTH)
@@ -314,7 +319,7 @@ def coreset_leaf_counts(source: Any, *, bounds: PublicBounds, depth: int,
         raise InvalidParameterError("leaf_step", leaf_step,
                                     "'auto' or 'row_function' for ball bounds (SQL needs a box)")
     check_source(source)
-    eng = get_engine(backend, spark=spark)
+    eng = get_engine(engine, spark=spark)
     aliases = {f"c{i}": c for i, c in enumerate(coords)}
     columns = ({"g": group_column} if group_column is not None else {}) | aliases
     grouped = group_column is not None

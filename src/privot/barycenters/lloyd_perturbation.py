@@ -312,6 +312,7 @@ def lloyd_perturbation(units: Sequence[np.ndarray], anchor: np.ndarray, *,
     :math:`2R`), with the plan's Gaussian noise; cells are functions of earlier releases.
     The plan's ``mu`` is the GDP parameter of the whole (adaptive composition).
     """
+    rng = noise.check_rng(rng)
     secure = noise.resolve_rng(rng)[1]
     a = np.array(anchor, dtype=np.float64)
     m, dim = a.shape

@@ -89,10 +89,10 @@ from privot._validation import (
 )
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.ot import plan_budget
-from privot.ot._common import as_generator
 from privot.ot._exact import _cost, budgeted_emd
 from privot.privacy import accounting
 from privot.privacy.mechanisms import gaussian_mechanism, gaussian_sigma
+from privot.privacy.noise import check_rng
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender
 
 __all__ = [
@@ -601,8 +601,8 @@ def output_perturbation(groups: Sequence[np.ndarray], anchor: np.ndarray, *, eps
     step_eps, step_delta = chk.step_epsilon, chk.step_delta
     # the Gaussian calibration's own checks (e.g. classic needs eps < 1), before the charge
     gaussian_sigma(sens, step_eps, step_delta, calibration=calibration)
-    gen = as_generator(rng) if rng is not None else np.random.default_rng()
-    noise_rng = gen if rng is not None else None  # None: the OS CSPRNG
+    noise_rng = check_rng(rng, bits=False)  # None: the OS CSPRNG
+    gen = noise_rng if noise_rng is not None else np.random.default_rng()
     parts = split_groups(gs, kp, gen)  # data-independent, so its randomness need not be secret
 
     if accountant is not None:

@@ -15,7 +15,6 @@ curator-only (exact statistics of the raw data; :data:`CURATOR_FILES`)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from privot._result import (
+    CURATOR_PREFIX,
+    CURATOR_REPORT,
+    ReleaseResult,
+    write_curator_report,
+    write_release,
+)
 from privot.barycenters.evaluation import evaluate_barycenter
 from privot.barycenters.geometry import PublicBounds
 from privot.errors import InvalidDataError, InvalidParameterError
@@ -35,9 +41,7 @@ __all__ = ["CURATOR_FILES", "PUBLIC_INPUTS", "PUBLISHABLE_FILES", "BarycenterRes
 #: for 2-D data only).
 PUBLISHABLE_FILES = ("support.csv", "barycenter.png", "release.json")
 #: The curator-only files (``curator-data.png`` only when the raw groups are given).
-CURATOR_FILES = ("curator-report.json", "curator-data.png")
-_CURATOR_NOTICE = ("exact statistics of the raw data: NOT differentially private, for the "
-                   "data curator only; never publish this file")
+CURATOR_FILES = (CURATOR_REPORT, CURATOR_PREFIX + "data.png")
 
 #: What the replace-one guarantee takes as public, said in every release.
 PUBLIC_INPUTS = ("the group labels, the number of groups and each group's size (rows, "
@@ -57,21 +61,8 @@ def default_group_names(k: int) -> list[str]:
     return ["all"] if k == 1 else [f"group {i}" for i in range(k)]
 
 
-def _write_json(path: Path, payload: Any) -> None:
-    from privot._jsonable import jsonable
-
-    path.write_text(json.dumps(payload, indent=2, default=jsonable) + "\n")
-
-
-def _json_ready(payload: Any) -> Any:
-    """``payload`` with numpy scalars and arrays turned into Python values."""
-    from privot._jsonable import jsonable
-
-    return json.loads(json.dumps(payload, default=jsonable))
-
-
 @dataclass(frozen=True, eq=False, repr=False)
-class BarycenterResult:
+class BarycenterResult(ReleaseResult):
     """A private barycenter and everything needed to judge it.
 
     Attributes
@@ -129,6 +120,16 @@ class BarycenterResult:
     n_unusable: tuple[int, ...] = ()
 
     @property
+    def epsilon(self) -> float:
+        """The epsilon of :attr:`cost` (the guarantee for the data the caller describes)."""
+        return float(self.cost.epsilon)
+
+    @property
+    def delta(self) -> float:
+        """The delta of :attr:`cost`."""
+        return float(self.cost.delta)
+
+    @property
     def m(self) -> int:
         """Number of support points."""
         return int(self.support.shape[0])
@@ -182,15 +183,14 @@ class BarycenterResult:
         sizes = self.params.get("group_sizes")
         return int(self.params.get("k", len(sizes) if sizes is not None else 1))
 
-    def to_dict(self, *, curator: bool = True) -> dict[str, Any]:
-        """``{"release": release_dict(), "curator_only": curator_report()}``: the two
-        audiences apart, for a caller who stores both (publish only ``release``);
-        ``curator=False`` leaves ``"curator_only"`` out. JSON-ready (plain Python
-        values)."""
-        body: dict[str, Any] = {"release": self.release_dict()}
-        if curator:
-            body["curator_only"] = self.curator_report()
-        return _json_ready(body)
+    def _public_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict`'s publishable body: ``{"release": release_dict()}``; with
+        ``to_dict(curator=True)`` also ``"curator_only"``: :meth:`curator_report` (the two
+        audiences apart, for a caller who stores both: publish only ``release``).
+
+        Changed in issue 25: ``to_dict()`` is publishable only by default (it used to
+        include ``"curator_only"``); ask for it with ``curator=True``."""
+        return {"release": self.release_dict()}
 
     def __repr__(self) -> str:
         c = self.cost
@@ -343,9 +343,8 @@ class BarycenterResult:
         elif png:
             notes.append(f"barycenter.png skipped: the support is {self.d}-D (2-D only)")
         public.append("release.json")
-        body = {**self.release_files_dict(columns=cols, group_names=names),
-                **dict(release_extra or {}), "publishable_files": sorted(public)}
-        _write_json(folder / "release.json", body)
+        write_release(folder, {**self.release_files_dict(columns=cols, group_names=names),
+                               **dict(release_extra or {})}, public)
         # -- curator-only: exact statistics of the raw data ----------------------------
         written: list[str] = []
         if curator is not False:
@@ -361,11 +360,9 @@ class BarycenterResult:
                       "rows_unusable_per_group": self._by_group(
                           names, report["rows_unusable_per_group"])}
             extra = dict(curator) if isinstance(curator, Mapping) else {}
-            _write_json(folder / CURATOR_FILES[0],
-                        {"warning": _CURATOR_NOTICE, **counts, **extra,
-                         "diagnostics": report["diagnostics"],
-                         "data_warnings": list(data_warnings),
-                         "curator_files": sorted(written)})
+            write_curator_report(folder, {**counts, **extra,
+                                          "diagnostics": report["diagnostics"],
+                                          "data_warnings": list(data_warnings)}, written)
         return {"publishable": sorted(public), "curator": sorted(written), "notes": notes}
 
 

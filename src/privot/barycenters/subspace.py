@@ -706,6 +706,7 @@ def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.n
     else is post-processing. The work after the charge is fixed by the plan.
     """
     t_start = time.perf_counter()
+    rng = noise.check_rng(rng, bits=False)
     public = rng if rng is not None else np.random.default_rng()
     add_noise = _Noise(plan, rng)
     d = units[0].shape[1]

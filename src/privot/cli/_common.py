@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -229,20 +228,19 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from exc
 
 
-def _jsonable(obj: Any) -> Any:
-    from privot._jsonable import jsonable
-
-    return jsonable(obj)
-
-
 def to_json(payload: Any) -> str:
-    """``payload`` as indented JSON text (numpy scalars and arrays converted)."""
-    return json.dumps(payload, indent=2, default=_jsonable)
+    """``payload`` as indented JSON text: :func:`privot._jsonable.to_json` (the one writer;
+    imported here lazily, numpy being heavy for the parser)."""
+    from privot._jsonable import to_json as _to_json
+
+    return _to_json(payload)
 
 
 def write_json(path: Path, payload: Any) -> None:
-    """Write ``payload`` as indented JSON (numpy scalars converted)."""
-    path.write_text(to_json(payload) + "\n")
+    """Write ``payload`` as indented JSON: :func:`privot._jsonable.write_json`."""
+    from privot._jsonable import write_json as _write_json
+
+    _write_json(path, payload)
 
 
 # -- the privacy budget ledger (privot.privacy.ledger) -------------------------------------

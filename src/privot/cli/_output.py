@@ -13,9 +13,11 @@ share a file.
 
 :class:`OutputFolder` keeps that split in one place for every subcommand: it refuses
 an existing non-empty folder unless ``--force`` (checked *before* anything is read or
-charged), hands out paths by audience, and :func:`capture_data_warnings` routes every
-warning raised while the data is touched to stderr and to the curator report, never to
-a publishable file.
+charged), clears what an earlier run wrote, records by audience what the result's
+``save`` wrote (:meth:`OutputFolder.record`, checking the names by the one naming rule
+of :mod:`privot._result`: the results write every file, the CLI writes none), and
+:func:`capture_data_warnings` routes every warning raised while the data is touched
+to stderr and to the curator report, never to a publishable file.
 
 Privacy
 -------
@@ -28,22 +30,20 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from privot._folders import check_output_folder
-from privot.cli._common import write_json
+from privot._result import (
+    CURATOR_NOTICE,
+    CURATOR_PREFIX,
+    CURATOR_REPORT,
+    check_publishable_name,
+    curator_name,
+)
 
-__all__ = ["CURATOR_PREFIX", "CURATOR_REPORT", "OutputFolder", "capture_data_warnings"]
-
-#: Every curator-only file's name starts with this.
-CURATOR_PREFIX = "curator-"
-#: The curator report every releasing command writes.
-CURATOR_REPORT = CURATOR_PREFIX + "report.json"
-#: Said in the curator report and on stderr.
-CURATOR_NOTICE = ("exact statistics of the raw data: NOT differentially private, for the "
-                  "data curator only; never publish this file")
+__all__ = ["CURATOR_NOTICE", "CURATOR_PREFIX", "CURATOR_REPORT", "OutputFolder",
+           "capture_data_warnings"]
 
 
 class OutputFolder:
@@ -87,31 +87,18 @@ class OutputFolder:
             if old.is_file():
                 old.unlink()
 
-    def public(self, name: str) -> Path:
-        """Path of a publishable file (its content: public parameters and the release only)."""
-        if name.startswith(CURATOR_PREFIX) or name not in self.publishable_names:
-            raise ValueError(f"{name!r} is not a publishable file of {self.command}")
-        self.written_public.append(name)
-        return self.path / name
-
-    def curator(self, name: str) -> Path:
-        """Path of a curator-only file; ``name`` gets the curator prefix if it lacks it."""
-        full = name if name.startswith(CURATOR_PREFIX) else CURATOR_PREFIX + name
-        self.written_curator.append(full)
-        return self.path / full
-
-    def write_release(self, payload: dict[str, Any]) -> None:
-        """``release.json``: the publishable description of the release."""
-        body = dict(payload)
-        body["publishable_files"] = sorted(set(self.written_public) | {"release.json"})
-        write_json(self.public("release.json"), body)
-
-    def write_curator_report(self, payload: dict[str, Any],
-                             data_warnings: Sequence[str]) -> None:
-        """``curator-report.json``: exact counts, timings and data warnings."""
-        body = {"warning": CURATOR_NOTICE, **payload, "data_warnings": list(data_warnings),
-                "curator_files": sorted(set(self.written_curator) | {CURATOR_REPORT})}
-        write_json(self.curator(CURATOR_REPORT), body)
+    def record(self, written: Mapping[str, Sequence[str]]) -> None:
+        """Record what a result's ``save`` wrote (``{"publishable": [...], "curator":
+        [...]}``), refusing a publishable name with the curator prefix, a curator name
+        without it, or a publishable file this command does not declare."""
+        for name in written["publishable"]:
+            if check_publishable_name(name) not in self.publishable_names:
+                raise ValueError(f"{name!r} is not a publishable file of {self.command}")
+            self.written_public.append(name)
+        for name in written["curator"]:
+            if curator_name(name) != name:
+                raise ValueError(f"{name!r} lacks the curator prefix {CURATOR_PREFIX!r}")
+            self.written_curator.append(name)
 
     def listing(self) -> str:
         """One line naming what was written, by audience."""

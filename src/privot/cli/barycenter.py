@@ -466,7 +466,7 @@ def _run(args: argparse.Namespace) -> int:
 
             data = coreset_leaf_counts(args.input, bounds=bounds, depth=MAX_DEPTH,
                                        coordinate_columns=columns,
-                                       group_column=args.group_column, backend=engine,
+                                       group_column=args.group_column, engine=engine,
                                        sep=args.sep)
             names = (["all"] if args.group_column is None
                      else [group_label(key) for key in data.counts])
@@ -501,8 +501,7 @@ def _run(args: argparse.Namespace) -> int:
                           curator={"seconds": seconds},
                           data=groups if args.plot_data else None,
                           data_warnings=data_warnings)
-    out.written_public += written["publishable"]
-    out.written_curator += written["curator"]
+    out.record(written)
     report = result.curator_report()
 
     c = result.cost

@@ -197,8 +197,7 @@ def _run(args: argparse.Namespace) -> int:
     written = result.save(out.path, scale=args.scale, release_extra={"engine": args.engine},
                           curator={"seconds": {"aggregate": t_aggregate}},
                           data_warnings=data_warnings)
-    out.written_public += written["publishable"]
-    out.written_curator += written["curator"]
+    out.record(written)
 
     rel = result.release
     levels = ", ".join(f"{k}: {v:.4g}" for k, v in rel.level_epsilons.items())

@@ -553,8 +553,7 @@ def _run(args: argparse.Namespace) -> int:
         curve_points=CURVE_POINTS)
     out.open()
     written = result.save(out.path)
-    out.written_public += written["publishable"]
-    out.written_curator += written["curator"]
+    out.record(written)
 
     p = result.privacy
     say(f"privot learn: {args.model} classifier, {args.criterion} penalty alpha={alpha:g}, "

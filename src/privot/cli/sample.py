@@ -206,8 +206,7 @@ def _run(args: argparse.Namespace) -> int:
                             curator={"n_users_without_points_inside": counts.n_users_empty,
                                      "seconds": seconds},
                             data_warnings=data_warnings)
-    out.written_public += written["publishable"]
-    out.written_curator += written["curator"]
+    out.record(written)
 
     print(f"privot sample: {released.n_reports} samples released (one per user id), each "
           f"epsilon = {epsilon:g} local DP (unit = one user's distribution; mechanism "

@@ -19,20 +19,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from privot.errors import PrivotError
+from privot.errors import DataNotFoundError
 
 __all__ = ["DATA_DIR_ENV", "DataNotFoundError", "resolve_data_dir", "data_file"]
 
 #: Name of the environment variable that points at the shared data folder.
 DATA_DIR_ENV = "PRIVOT_DATA_DIR"
-
-
-class DataNotFoundError(PrivotError, FileNotFoundError):
-    """The shared data folder, or a file inside it, could not be found.
-
-    Subclasses :class:`~privot.errors.PrivotError` (so the CLI reports it on one line)
-    and :class:`FileNotFoundError` (so ``except FileNotFoundError`` catches it).
-    """
 
 
 def _ancestors(start: Path) -> list[Path]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from privot._jsonable import jsonable
+from privot._jsonable import write_json
 
 __all__ = ["Section", "DemoContext", "new_figure", "save_figure", "write_report"]
 
@@ -121,5 +120,5 @@ def write_report(output: Path, sections: list[Section], *, seeded: bool,
     payload = {"header": header, "seeded": seeded,
                **{s.key: {"title": s.title, **s.numbers, "figures": list(s.figures)}
                   for s in sections}}
-    (output / "results.json").write_text(json.dumps(payload, indent=2, default=jsonable) + "\n")
+    write_json(output / "results.json", payload)
     return report

@@ -49,7 +49,12 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from privot.errors import InvalidDataError, InvalidParameterError, PrivotError
+from privot.errors import (
+    EngineResultError,
+    InvalidDataError,
+    InvalidParameterError,
+    SourceNotFoundError,
+)
 
 __all__ = [
     "Engine",
@@ -68,14 +73,6 @@ _COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zst", ".xz")
 _DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 
 
-class SourceNotFoundError(PrivotError, FileNotFoundError):
-    """The input file or folder given to an engine does not exist.
-
-    Subclasses :class:`~privot.errors.PrivotError` (the CLI reports it on one line) and
-    :class:`FileNotFoundError` (``except FileNotFoundError`` catches it).
-    """
-
-
 @dataclass(frozen=True, eq=False)
 class VectorFunction:
     """A row function written once in numpy, callable from a step's SQL on every engine.
@@ -92,7 +89,9 @@ class VectorFunction:
     def __call__(self, *columns: np.ndarray) -> np.ndarray:
         out = np.asarray(self.fn(*columns), dtype=np.int64)
         if out.shape != (len(columns[0]) if columns else 0,):
-            raise ValueError("a VectorFunction must return one int64 value per row")
+            raise EngineResultError(f"a VectorFunction must return one int64 value per row "
+                                    f"({len(columns[0]) if columns else 0}), got shape "
+                                    f"{out.shape}")
         return out
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from privot._result import ReleaseResult
 from privot._usable import check_usable, coordinate_column, swapped_axes_hint, usable_rows
 from privot._validation import check_epsilon, check_int, check_nonnegative, check_positive
 from privot.errors import InvalidDataError, InvalidParameterError
@@ -42,7 +43,8 @@ from privot.heatmaps.reconstruct import (
 )
 from privot.heatmaps.render import gaussian_heatmap
 from privot.privacy.budget import check_spender, ensure_affordable
-from privot.privacy.types import Neighbouring, Spender
+from privot.privacy.noise import check_rng
+from privot.privacy.types import Neighbouring, PrivacyCost, Spender
 
 __all__ = [
     "DEFAULT_SIGMA",
@@ -172,7 +174,7 @@ class HeatmapDiagnostics:
 
 
 @dataclass(frozen=True, repr=False)
-class HeatmapResult:
+class HeatmapResult(ReleaseResult):
     r"""A private heatmap.
 
     Attributes
@@ -222,6 +224,16 @@ class HeatmapResult:
         """False when a seeded generator was used (not fit for publication)."""
         return self.release.secure
 
+    @property
+    def cost(self) -> PrivacyCost:
+        """What the release spent: ``(epsilon, 0)``, pure DP."""
+        return PrivacyCost(float(self.epsilon), 0.0)
+
+    @property
+    def relation(self) -> Neighbouring:
+        """``ADD_REMOVE``: one user (all their points) added or removed."""
+        return self.release.relation
+
     def release_dict(self) -> dict[str, Any]:
         """The publishable description of the release, JSON-ready (no arrays).
 
@@ -255,15 +267,10 @@ class HeatmapResult:
                 "fallback_uniform": bool(diag.fallback_uniform),
                 "lp_objective": diag.lp_objective}
 
-    def to_dict(self, *, curator: bool = False) -> dict[str, Any]:
-        """JSON-ready: :meth:`release_dict` and :meth:`summary` (publishable, no arrays);
-        with ``curator=True`` also ``"curator_only"``: :meth:`curator_report`
-        (**exact counts and timings: never publish that part**)."""
-        body: dict[str, Any] = {"capability": "heatmap", **self.release_dict(),
-                                "summary": self.summary()}
-        if curator:
-            body["curator_only"] = self.curator_report()
-        return body
+    def _public_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict`'s publishable body: :meth:`release_dict` and :meth:`summary`
+        (no arrays)."""
+        return {"capability": "heatmap", **self.release_dict(), "summary": self.summary()}
 
     def __repr__(self) -> str:
         g = self.grid
@@ -390,7 +397,7 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
                     gamma: float = DEFAULT_GAMMA, sigma: float = DEFAULT_SIGMA,
                     method: str = "pyramid", threshold: float = 1.0, lp: str = "compact",
                     accountant: Spender | None = None,
-                    rng: np.random.Generator | None = None,
+                    rng: np.random.Generator | int | None = None,
                     max_memory: int | str | None = None) -> HeatmapResult:
     r"""A user-level :math:`\varepsilon`-DP heatmap (paper 002) or one of its baselines.
 
@@ -424,7 +431,9 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
     accountant : PrivacyAccountant, optional
         Charged what the release spends (pyramid: one entry per measured level); a
         budget too small is refused before any noise is drawn.
-    rng : numpy.random.Generator, optional
+    rng : numpy.random.Generator, BitSource or int, optional
+        :func:`~privot.privacy.noise.check_rng` (an int seed is
+        ``numpy.random.default_rng(seed)``, ``secure=False``).
         None: OS CSPRNG. A seeded generator marks the release ``secure=False``.
     max_memory : int or str, optional
         Memory limit (bytes, or ``"16GB"``) for the dense ``Delta x Delta`` arrays; a
@@ -455,6 +464,7 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
     and rendering are post-processing. Points outside the grid's bounds are dropped
     (their count is curator-only). ``docs/privacy/heatmaps.md``.
     """
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     t0 = time.perf_counter()
     if method not in METHODS:
         raise InvalidParameterError("method", method, f"one of {METHODS}")

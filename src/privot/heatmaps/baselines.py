@@ -26,6 +26,7 @@ from privot.heatmaps.aggregate import CellSums
 from privot.heatmaps.measure import _as_sums
 from privot.privacy.budget import TaggedSpender, check_spender, ensure_affordable
 from privot.privacy.mechanisms import laplace_mechanism
+from privot.privacy.noise import check_rng
 from privot.privacy.types import Neighbouring, Release, Spender
 
 __all__ = ["BaselineResult", "laplace_baseline", "threshold_baseline", "threshold_count"]
@@ -129,7 +130,8 @@ def _finish(noisy: np.ndarray, estimate: np.ndarray, rel: Release, top: float | 
 
 
 def laplace_baseline(sums: np.ndarray | CellSums, *, epsilon: float,
-                     accountant: Spender | None = None, rng: np.random.Generator | None = None,
+                     accountant: Spender | None = None,
+                     rng: np.random.Generator | int | None = None,
                      covered: np.ndarray | None = None) -> BaselineResult:
     r"""Laplace noise on every cell, negatives zeroed, normalised ([LXD+19]).
 
@@ -144,7 +146,9 @@ def laplace_baseline(sums: np.ndarray | CellSums, *, epsilon: float,
         > 0.
     accountant : PrivacyAccountant, optional
         Charged ``epsilon`` once (checked to fit before any noise).
-    rng : numpy.random.Generator, optional
+    rng : numpy.random.Generator, BitSource or int, optional
+        :func:`~privot.privacy.noise.check_rng` (an int seed is
+        ``numpy.random.default_rng(seed)``, ``secure=False``).
         None: OS CSPRNG; a seeded generator marks the release ``secure=False``.
     covered : (Delta, Delta) bool array, optional
         Cells of the uniform fallback when every noisy cell is negative (checked before
@@ -162,6 +166,7 @@ def laplace_baseline(sums: np.ndarray | CellSums, *, epsilon: float,
     :math:`\Delta^2` cells is pure :math:`\varepsilon`-DP. Zeroing and normalising are
     post-processing. ``docs/privacy/heatmaps.md``.
     """
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     s = _as_sums(sums)
     mask = _covered_mask(covered, s.shape[0])  # checked before any charge or noise
     noisy, rel = _noisy_cells(s, epsilon, accountant, rng, "laplace")
@@ -170,7 +175,7 @@ def laplace_baseline(sums: np.ndarray | CellSums, *, epsilon: float,
 
 def threshold_baseline(sums: np.ndarray | CellSums, *, epsilon: float,
                        top_percent: float = 1.0, accountant: Spender | None = None,
-                       rng: np.random.Generator | None = None,
+                       rng: np.random.Generator | int | None = None,
                        covered: np.ndarray | None = None) -> BaselineResult:
     r"""Laplace noise on every cell, then keep only the top ``top_percent`` % of cells.
 
@@ -196,6 +201,7 @@ def threshold_baseline(sums: np.ndarray | CellSums, *, epsilon: float,
     :math:`\varepsilon`-DP); the top-``t`` selection reads only the noisy values and
     the public ``t``: post-processing. ``docs/privacy/heatmaps.md``.
     """
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     s = _as_sums(sums)
     k = threshold_count(top_percent, s.size)  # validated before any charge or noise
     mask = _covered_mask(covered, s.shape[0])

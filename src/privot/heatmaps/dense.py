@@ -59,6 +59,7 @@ from privot.heatmaps.pyramid import block_sums
 from privot.heatmaps.reconstruct import lp_budget
 from privot.privacy.budget import TaggedSpender, check_spender, ensure_affordable
 from privot.privacy.mechanisms import laplace_mechanism
+from privot.privacy.noise import check_rng
 from privot.privacy.types import Neighbouring, Release, Spender
 
 __all__ = ["EMD_ALPHA", "MAX_DENSE_LP_CELLS", "DenseHeatmapResult", "DenseRelease",
@@ -296,7 +297,7 @@ class DenseRelease:
 
 
 def dense_release(sums: np.ndarray | CellSums, *, epsilon: float, n_users_public: int,
-                  accountant: Spender | None = None, rng: np.random.Generator | None = None,
+                  accountant: Spender | None = None, rng: np.random.Generator | int | None = None,
                   max_lp_cells: int = MAX_DENSE_LP_CELLS) -> DenseRelease:
     r"""Lines 1-4 of Thm D.1: snap to :math:`G_{\Delta^*}` and add Laplace(1/eps) per cell.
 
@@ -315,6 +316,7 @@ def dense_release(sums: np.ndarray | CellSums, *, epsilon: float, n_users_public
     or removed: one :func:`~privot.privacy.mechanisms.laplace_mechanism` call with
     sensitivity 1, pure :math:`\varepsilon`-DP. ``docs/privacy/heatmaps_extensions.md``.
     """
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     eps = check_epsilon(epsilon)
     n_pub = check_int(n_users_public, "n_users_public", minimum=1)
     cap = check_int(max_lp_cells, "max_lp_cells", minimum=1)
@@ -395,7 +397,7 @@ class DenseHeatmapResult:
 
 
 def dense_heatmap(sums: np.ndarray | CellSums, *, epsilon: float, n_users_public: int,
-                  accountant: Spender | None = None, rng: np.random.Generator | None = None,
+                  accountant: Spender | None = None, rng: np.random.Generator | int | None = None,
                   covered: np.ndarray | None = None,
                   max_lp_cells: int = MAX_DENSE_LP_CELLS) -> DenseHeatmapResult:
     r"""Dense EMD aggregation (paper 002, Thm D.1): Laplace on a coarse grid, EMD projection.
@@ -415,7 +417,9 @@ def dense_heatmap(sums: np.ndarray | CellSums, *, epsilon: float, n_users_public
         on it. A wrong value costs accuracy only, never privacy.
     accountant : PrivacyAccountant, optional
         Charged ``epsilon`` once (mechanism ``"laplace"``), checked to fit before noise.
-    rng : numpy.random.Generator, optional
+    rng : numpy.random.Generator, BitSource or int, optional
+        :func:`~privot.privacy.noise.check_rng` (an int seed is
+        ``numpy.random.default_rng(seed)``, ``secure=False``).
         None: OS CSPRNG. A seeded generator marks the release ``secure=False``.
     covered : (Delta, Delta) bool array, optional
         Cells of the uniform fallback when :math:`\hat{\mathbf s} = 0`
@@ -448,6 +452,7 @@ def dense_heatmap(sums: np.ndarray | CellSums, *, epsilon: float, n_users_public
     normalisation and upsampling are post-processing. Derivation:
     ``docs/privacy/heatmaps_extensions.md``.
     """
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     s = _as_sums(sums)
     d = s.shape[0]
     if covered is not None:

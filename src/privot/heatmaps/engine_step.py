@@ -66,7 +66,7 @@ import numpy as np
 
 from privot.engines import Engine, get_engine
 from privot.engines.base import check_source
-from privot.errors import InvalidParameterError
+from privot.errors import EngineResultError, InvalidParameterError
 from privot.grid import Grid, cell_sql, check_point_columns
 from privot.heatmaps.aggregate import DIGIT_BITS as _DIGIT
 from privot.heatmaps.aggregate import FRACTION_BITS, CellSums, fixed_point_to_float
@@ -221,7 +221,8 @@ def aggregate_user_cells(source: Any, *, grid: Grid, user_column: str = "user_id
     cell = np.asarray(got["cell"], dtype=np.int64)
     total = np.flatnonzero(cell < 0)
     if total.size != 1:  # pragma: no cover - the query always ends with one totals row
-        raise RuntimeError("the cell-sums query returned no totals row")
+        raise EngineResultError(f"aggregate_user_cells: the cell-sums query returned "
+                                f"{total.size} totals rows, expected 1")
     t = int(total[0])
     n_points, n_inside, n_users, n_ids = (int(got[c][t]) for c in ("a1", "a0", "b1", "b0"))
     keep = cell >= 0

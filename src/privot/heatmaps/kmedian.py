@@ -39,6 +39,7 @@ from privot.grid import Grid
 from privot.heatmaps.aggregate import user_distributions_sum
 from privot.heatmaps.measure import DEFAULT_GAMMA, DEFAULT_W, Measurements, measure
 from privot.heatmaps.reconstruct import Reconstruction, reconstruct
+from privot.privacy.noise import check_rng
 from privot.privacy.types import Spender
 
 __all__ = ["KMedianFit", "KMedianResult", "kmedian_cost", "kmedian_default_w",
@@ -274,7 +275,7 @@ class KMedianResult:
 def private_kmedian(points: np.ndarray, *, grid: Grid, k: int, epsilon: float,
                     w: int | None = None, gamma: float = DEFAULT_GAMMA, lp: str = "compact",
                     n_init: int = 8, max_iter: int = 100, accountant: Spender | None = None,
-                    rng: np.random.Generator | None = None,
+                    rng: np.random.Generator | int | None = None,
                     cluster_rng: np.random.Generator | int | None = None) -> KMedianResult:
     r"""Private planar k-median (paper 002, Cor. A.2) via a private coreset (Cor. A.1).
 
@@ -299,7 +300,9 @@ def private_kmedian(points: np.ndarray, *, grid: Grid, k: int, epsilon: float,
         Restarts and Lloyd iterations of the k-median on the coreset.
     accountant : PrivacyAccountant, optional
         Charged per measured level (see :func:`~privot.heatmaps.measure.measure`).
-    rng : numpy.random.Generator, optional
+    rng : numpy.random.Generator, BitSource or int, optional
+        :func:`~privot.privacy.noise.check_rng` (an int seed is
+        ``numpy.random.default_rng(seed)``, ``secure=False``).
         Privacy noise. None: OS CSPRNG; a seeded generator marks the release
         ``secure=False``.
     cluster_rng : numpy.random.Generator or int, optional
@@ -320,6 +323,7 @@ def private_kmedian(points: np.ndarray, *, grid: Grid, k: int, epsilon: float,
     privacy analysis). The coreset (RECONSTRUCT) and the k-median on it are
     post-processing (Cor. A.1, A.2). ``docs/privacy/heatmaps_extensions.md``.
     """
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     if not isinstance(grid, Grid):
         raise InvalidParameterError("grid", grid, "a privot.heatmaps.Grid")
     p = _points2(points)

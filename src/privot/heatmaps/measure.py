@@ -32,6 +32,7 @@ from privot.heatmaps.aggregate import CellSums
 from privot.heatmaps.pyramid import pyramid
 from privot.privacy.budget import TaggedSpender, check_spender, ensure_affordable
 from privot.privacy.mechanisms import laplace_mechanism
+from privot.privacy.noise import check_rng
 from privot.privacy.types import Neighbouring, Release, Spender
 
 __all__ = ["DEFAULT_GAMMA", "DEFAULT_W", "Measurements", "level_budgets", "measure",
@@ -163,7 +164,7 @@ class Measurements:
 
 def measure(sums: np.ndarray | CellSums, *, epsilon: float, w: int = DEFAULT_W,
             gamma: float = DEFAULT_GAMMA, accountant: Spender | None = None,
-            rng: np.random.Generator | None = None) -> Measurements:
+            rng: np.random.Generator | int | None = None) -> Measurements:
     r"""Algorithm 1: Laplace-noised block sums of every level ``q..ell`` of ``sums``.
 
     Parameters
@@ -188,7 +189,9 @@ def measure(sums: np.ndarray | CellSums, *, epsilon: float, w: int = DEFAULT_W,
         Charged once per measured level (mechanism ``"laplace"``, params tagged with
         ``level`` and ``query``); the whole release is checked to fit first, so a
         refusal happens before any noise is drawn.
-    rng : numpy.random.Generator, optional
+    rng : numpy.random.Generator, BitSource or int, optional
+        :func:`~privot.privacy.noise.check_rng` (an int seed is
+        ``numpy.random.default_rng(seed)``, ``secure=False``).
         None (default): OS CSPRNG. A seeded generator makes the release reproducible
         and marks it ``secure=False``.
 
@@ -209,6 +212,7 @@ def measure(sums: np.ndarray | CellSums, *, epsilon: float, w: int = DEFAULT_W,
     :math:`\sum_i\varepsilon_i \le \varepsilon`-DP (Thm 3.1, privacy analysis).
     Derivation: ``docs/privacy/heatmaps.md``.
     """
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     eps = check_epsilon(epsilon)
     w = check_int(w, "w", minimum=1)
     gamma = check_positive(gamma, "gamma")

@@ -47,7 +47,6 @@ check reads the public resolution only.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -56,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from privot._result import CURATOR_REPORT, write_curator_report, write_release
 from privot.errors import InvalidParameterError
 
 if TYPE_CHECKING:
@@ -89,9 +89,7 @@ PUBLISHABLE_FILES = ("distribution.npy", "distribution.npz", "distribution.csv",
                      "distribution_cells.csv", "distribution.geojson", "distribution.tif",
                      "heatmap.npy", "heatmap.npz", "heatmap.png", "release.json")
 #: The curator-only files (exact counts, timings, data warnings: never publish).
-CURATOR_FILES = ("curator-report.json",)
-_CURATOR_NOTICE = ("exact statistics of the raw data: NOT differentially private, for the "
-                   "data curator only; never publish this file")
+CURATOR_FILES = (CURATOR_REPORT,)
 
 #: From this resolution on the dense arrays are written compressed (``.npz``) and the
 #: dense ``distribution.csv`` (about 170 MB at Delta = 4096) is replaced by the long
@@ -351,12 +349,6 @@ def write_geotiff(path: str | Path, values: np.ndarray, grid: Grid, *,
 # -- the whole folder ---------------------------------------------------------------------
 
 
-def _write_json(path: Path, payload: Any) -> None:
-    from privot._jsonable import jsonable
-
-    path.write_text(json.dumps(payload, indent=2, default=jsonable) + "\n")
-
-
 def outputs_description(resolution: int, *, crs: str | None) -> dict[str, Any]:
     """The layout of the files (for ``release.json``): a function of public values."""
     dense = "npy" if resolution < DENSE_MAX_RESOLUTION else "npz (compressed)"
@@ -459,16 +451,14 @@ def save_heatmap(result: HeatmapResult, folder: str | Path, *, scale: str | None
         fig.savefig(folder / "heatmap.png", dpi=120, format="png", bbox_inches="tight")
         public.append("heatmap.png")
     public.append("release.json")
-    body = {**result.release_dict(), **dict(release_extra or {}),
-            "outputs": outputs_description(d, crs=crs), "png_scale": scale if png else None,
-            "publishable_files": sorted(public)}
-    _write_json(folder / "release.json", body)
+    write_release(folder, {**result.release_dict(), **dict(release_extra or {}),
+                           "outputs": outputs_description(d, crs=crs),
+                           "png_scale": scale if png else None}, public)
     # curator-only
     report = result.curator_report()
     extra = dict(curator or {})
     if "seconds" in extra:
         report["seconds"] = {**report["seconds"], **extra.pop("seconds")}
-    _write_json(folder / CURATOR_FILES[0],
-                {"warning": _CURATOR_NOTICE, **report, **extra,
-                 "data_warnings": list(data_warnings), "curator_files": list(CURATOR_FILES)})
+    write_curator_report(folder, {**report, **extra, "data_warnings": list(data_warnings)},
+                         CURATOR_FILES)
     return {"publishable": sorted(public), "curator": list(CURATOR_FILES), "notes": notes}

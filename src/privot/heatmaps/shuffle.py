@@ -370,7 +370,7 @@ class ShuffleSum:
 
 
 def shuffle_sum(z: np.ndarray, *, params: ShuffleParameters,
-                rng: np.random.Generator | None = None) -> ShuffleSum:
+                rng: np.random.Generator | int | None = None) -> ShuffleSum:
     r"""One run of the protocol on the users' scaled integer vectors ``z`` (App. F).
 
     Adds each user's Polya noise shares, splits, shuffles all messages and lets the
@@ -382,13 +382,16 @@ def shuffle_sum(z: np.ndarray, *, params: ShuffleParameters,
         :math:`\mathbf z^j = \lfloor B\mathbf y^j\rfloor`, one row per participant (rows
         of participants without data are zero); see :func:`user_scaled_pyramids`.
     params : ShuffleParameters
-    rng : numpy.random.Generator, optional
+    rng : numpy.random.Generator, BitSource or int, optional
+        :func:`~privot.privacy.noise.check_rng` (an int seed is
+        ``numpy.random.default_rng(seed)``, ``secure=False``).
         None: OS entropy (Polya: CSPRNG-seeded, see :func:`~privot.privacy.noise.polya`).
 
     Returns
     -------
     ShuffleSum
     """
+    rng = noise.check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     if not isinstance(params, ShuffleParameters):
         raise InvalidParameterError("params", params, "a ShuffleParameters")
     zz = np.asarray(z)
@@ -581,7 +584,7 @@ class ShuffleResult:
 def shuffle_heatmap(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray, *, grid: Grid,
                     epsilon: float, delta: float, B: int, n_users_public: int,
                     w: int = DEFAULT_W, gamma: float = DEFAULT_GAMMA, lp: str = "compact",
-                    accountant: Spender | None = None, rng: np.random.Generator | None = None,
+                    accountant: Spender | None = None, rng: np.random.Generator | int | None = None,
                     max_users_simulated: int = DEFAULT_MAX_USERS_SIMULATED,
                     wrap_probability: float = DEFAULT_WRAP_PROBABILITY) -> ShuffleResult:
     r"""Algorithms 1 + 2 with the measurements computed by the shuffle protocol of App. F.
@@ -606,7 +609,9 @@ def shuffle_heatmap(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray, *, grid:
         As for :func:`~privot.heatmaps.api.private_heatmap`.
     accountant : PrivacyAccountant, optional
         Charged ``PrivacyCost(sum eps_i, delta)`` once, before any noise.
-    rng : numpy.random.Generator, optional
+    rng : numpy.random.Generator, BitSource or int, optional
+        :func:`~privot.privacy.noise.check_rng` (an int seed is
+        ``numpy.random.default_rng(seed)``, ``secure=False``).
         None: OS entropy. A seeded generator marks the result ``secure=False``.
     max_users_simulated : int
         Refuse ``n_users_public`` above this (default 1000); the dense per-user matrix is
@@ -642,6 +647,7 @@ def shuffle_heatmap(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray, *, grid:
     Decoding and RECONSTRUCT are post-processing. What is simulated:
     :data:`SIMULATION_NOTE`. ``docs/privacy/heatmaps_extensions.md``.
     """
+    rng = noise.check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     if not isinstance(grid, Grid):
         raise InvalidParameterError("grid", grid, "a privot.heatmaps.Grid")
     if lp not in LP_FORMS:

@@ -21,6 +21,8 @@ Modules (each with one job; torch is the ``torch`` extra, imported here):
 * :mod:`~privot.learning.sampler` -- fixed-size batches from the secure generator;
 * :mod:`~privot.learning.private` -- :func:`make_private` and the training loop
   (Algorithm 1) with fixed-size PLD accounting;
+* :mod:`~privot.learning.result` -- :class:`LearningResult`, the model with its guarantee
+  and the curator's view, in the result protocol every capability shares;
 * :mod:`~privot.learning.metrics`, :mod:`~privot.learning.plot` -- fairness metrics
   (fairlearn's definitions) with bootstrap intervals, and figures.
 
@@ -38,6 +40,7 @@ from privot.learning.private import (
     StepRecord,
     make_private,
 )
+from privot.learning.result import LearningResult
 from privot.learning.sensitivity import objective_sensitivity
 from privot.learning.wasserstein import random_directions, sliced_w2_squared, w2_squared_1d
 
@@ -45,6 +48,7 @@ __all__ = [
     "FairnessReport",
     "Group",
     "Groups",
+    "LearningResult",
     "Pair",
     "PrivateWassersteinTrainer",
     "StepRecord",

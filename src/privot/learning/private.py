@@ -75,7 +75,7 @@ from privot.learning.per_example import (
 from privot.learning.sampler import fixed_size_indices
 from privot.learning.sensitivity import Sensitivity, objective_sensitivity
 from privot.learning.wasserstein import random_directions, sliced_w2_squared
-from privot.privacy.noise import grid_exponent, resolve_rng, secure_gaussian
+from privot.privacy.noise import check_rng, grid_exponent, resolve_rng, secure_gaussian
 from privot.privacy.types import Neighbouring, PrivacyCost
 
 __all__ = ["LOSSES", "PENALTIES", "PrivateWassersteinTrainer", "StepRecord", "make_private"]
@@ -577,7 +577,7 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
                  loss: str | Callable | None = "bce", score_fn: Callable | None = None,
                  n_projections: int = 50, jacobian_clipping: str = "spectral",
                  noise_multiplier: float | None = None, accountant=None,
-                 rng: np.random.Generator | None = None, direction_seed: int = 0,
+                 rng: np.random.Generator | int | None = None, direction_seed: int = 0,
                  method: str = "auto", labels: tuple = (0, 1),
                  sensitive_values: tuple = (0, 1)) -> PrivateWassersteinTrainer:
     r"""Make ``model`` trainable with DP-SGD on a (sliced) Wasserstein objective.
@@ -625,7 +625,9 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
     accountant : PrivacyAccountant, optional
         Charged ``(epsilon, delta)`` of the whole run now; refuses if it cannot pay.
         Default: a new accountant holding exactly this run (``trainer.accountant``).
-    rng : numpy.random.Generator, optional
+    rng : numpy.random.Generator, BitSource or int, optional
+        :func:`~privot.privacy.noise.check_rng` (an int seed is
+        ``numpy.random.default_rng(seed)``, ``secure=False``).
         None (default): the OS CSPRNG for the batches and the noise. A seeded generator
         makes a run reproducible and is reported as not secure.
     direction_seed : int, default 0
@@ -646,6 +648,7 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
     hyperparameters and batch sizes, guarantee by the fixed-size PLD accountant; the run
     is charged before any data is read.
     """
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     if penalty not in PENALTIES:
         raise InvalidParameterError("penalty", penalty, f"one of {PENALTIES}")
     alpha = check_probability(alpha, "alpha")

@@ -48,7 +48,15 @@ from typing import Any
 
 import numpy as np
 
+from privot._result import (
+    CURATOR_PREFIX,
+    CURATOR_REPORT,
+    ReleaseResult,
+    write_curator_report,
+    write_release,
+)
 from privot.errors import InvalidParameterError
+from privot.privacy.types import Neighbouring, PrivacyCost
 
 __all__ = ["CURATOR_FILES", "MODELS", "PUBLISHABLE_FILES", "LearningResult",
            "build_classifier", "describe_classifier", "load_model"]
@@ -58,8 +66,11 @@ MODELS = ("logistic", "mlp")
 #: What :meth:`LearningResult.save` may write for the public.
 PUBLISHABLE_FILES = ("model.pt", "release.json", "privacy.png")
 #: What :meth:`LearningResult.save` may write for the curator only.
-CURATOR_FILES = ("curator-metrics.json", "curator-scores.png", "curator-training.png",
-                 "curator-report.json")
+CURATOR_FILES = (CURATOR_PREFIX + "metrics.json", CURATOR_PREFIX + "scores.png",
+                 CURATOR_PREFIX + "training.png", CURATOR_REPORT)
+#: What :meth:`LearningResult.plot` draws, by ``which``, and the file it is saved as.
+FIGURES = {"privacy": "privacy.png", "scores": CURATOR_PREFIX + "scores.png",
+           "training": CURATOR_PREFIX + "training.png"}
 _CURATOR_NOTICE = ("computed from the private data without noise: NOT differentially "
                    "private, for the data curator only; never publish this file")
 _HISTORY_FIELDS = ("step", "loss", "erm", "penalty", "clipped_fraction", "nonfinite",
@@ -142,12 +153,6 @@ def load_model(folder: str | Path):
     return model.eval()
 
 
-def _write_json(path: Path, payload: Any) -> None:
-    from privot._jsonable import jsonable
-
-    path.write_text(json.dumps(payload, indent=2, default=jsonable) + "\n")
-
-
 def _history_arrays(history: Sequence[Any]) -> dict[str, np.ndarray]:
     return {f: np.asarray([getattr(r, f) for r in history],
                           dtype=np.int64 if f in ("step", "nonfinite") else np.float64)
@@ -155,7 +160,7 @@ def _history_arrays(history: Sequence[Any]) -> dict[str, np.ndarray]:
 
 
 @dataclass(frozen=True, repr=False)
-class LearningResult:
+class LearningResult(ReleaseResult):
     """A trained model with its public guarantee and the curator's diagnostics.
 
     Attributes
@@ -164,8 +169,10 @@ class LearningResult:
         The trained model (publishable).
     privacy : dict
         The trainer's ``privacy_report()`` (publishable).
-    epsilon_steps, epsilon : (k,) arrays
-        Epsilon (PLD) spent after ``epsilon_steps[i]`` steps (publishable).
+    epsilon_steps, epsilon_curve : (k,) arrays
+        Epsilon (PLD) spent after ``epsilon_steps[i]`` steps (publishable). (The curve
+        was called ``epsilon`` before issue 25; :attr:`epsilon` is now the float the run
+        states, as in every result.)
     architecture : dict
         Public description of the model (``release.json["model"]``).
     settings : dict
@@ -186,7 +193,7 @@ class LearningResult:
     model: Any
     privacy: dict[str, Any]
     epsilon_steps: np.ndarray
-    epsilon: np.ndarray
+    epsilon_curve: np.ndarray
     architecture: dict[str, Any]
     settings: dict[str, Any] = field(default_factory=dict)
     history: dict[str, np.ndarray] = field(default_factory=dict)
@@ -208,7 +215,8 @@ class LearningResult:
         """
         steps, eps = trainer.epsilon_curve(points=curve_points)
         return cls(model=trainer.model, privacy=trainer.privacy_report(),
-                   epsilon_steps=np.asarray(steps), epsilon=np.asarray(eps, dtype=float),
+                   epsilon_steps=np.asarray(steps),
+                   epsilon_curve=np.asarray(eps, dtype=float),
                    architecture=dict(architecture), settings=dict(settings or {}),
                    history=_history_arrays(trainer.history),
                    metrics=None if metrics is None else dict(metrics),
@@ -222,13 +230,34 @@ class LearningResult:
         """False when a seeded generator drew batches and noise (not for publication)."""
         return bool(self.privacy.get("secure_randomness", False))
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def epsilon(self) -> float:
+        """The epsilon the run states (``privacy["epsilon"]``, the PLD upper bound after
+        the last step); the curve is :attr:`epsilon_curve`."""
+        return float(self.privacy["epsilon"])
+
+    @property
+    def delta(self) -> float:
+        """The delta of the guarantee."""
+        return float(self.privacy.get("delta", 0.0))
+
+    @property
+    def cost(self) -> PrivacyCost:
+        """``(epsilon, delta)`` of the whole training run."""
+        return PrivacyCost(self.epsilon, self.delta)
+
+    @property
+    def relation(self) -> Neighbouring:
+        """``REPLACE_ONE_IN_GROUP``: one record of one group replaced, sizes public."""
+        return Neighbouring.REPLACE_ONE_IN_GROUP
+
+    def release_dict(self) -> dict[str, Any]:
         """The publishable part (JSON-able): ``release.json`` without the file list."""
         body: dict[str, Any] = {
             "command": "learn",
             "privacy": dict(self.privacy),
             "epsilon_curve": {"steps": [int(s) for s in self.epsilon_steps],
-                              "epsilon": [float(e) for e in self.epsilon],
+                              "epsilon": [float(e) for e in self.epsilon_curve],
                               "accountant": "privot fixed-size PLD (upper bound)"},
             "model": dict(self.architecture),
             **self.settings,
@@ -238,6 +267,28 @@ class LearningResult:
             body["publication"] = ("SEEDED run: batches and noise came from a seeded "
                                    "generator; reproducible and NOT fit for publication")
         return body
+
+    def _training_summary(self) -> dict[str, Any] | None:
+        h = self.history
+        if not (h and len(h.get("step", ()))):
+            return None
+        return {"final_loss": float(h["loss"][-1]), "final_erm": float(h["erm"][-1]),
+                "final_penalty": float(h["penalty"][-1]),
+                "mean_clipped_fraction": float(np.mean(h["clipped_fraction"])),
+                "nonfinite_examples": int(np.sum(h["nonfinite"])),
+                "seconds": float(np.sum(h["seconds"]))}
+
+    def curator_report(self) -> dict[str, Any]:
+        """Computed from the private data without noise: **not private, never publish**:
+        the caller's extras (counts, timings, warnings), a summary of the training steps
+        and the fairness ``metrics`` when measured."""
+        report: dict[str, Any] = dict(self.curator)
+        training = self._training_summary()
+        if training is not None:
+            report["training"] = training
+        if self.metrics is not None:
+            report["metrics"] = dict(self.metrics)
+        return report
 
     def __repr__(self) -> str:
         p = self.privacy
@@ -250,14 +301,17 @@ class LearningResult:
 
     # -- figures ------------------------------------------------------------------------
 
-    def _privacy_figure(self):
-        from privot._optional import require
+    def _privacy_figure(self, ax: Any = None) -> Any:
+        if ax is None:
+            from privot._optional import require
 
-        mfigure = require("matplotlib.figure", "plot")
-        fig = mfigure.Figure(figsize=(6.0, 3.8), layout="constrained")
-        ax = fig.subplots()
+            mfigure = require("matplotlib.figure", "plot")
+            fig = mfigure.Figure(figsize=(6.0, 3.8), layout="constrained")
+            ax = fig.subplots()
+        else:
+            fig = ax.figure
         p = self.privacy
-        ax.plot(self.epsilon_steps, self.epsilon, marker="o", ms=3,
+        ax.plot(self.epsilon_steps, self.epsilon_curve, marker="o", ms=3,
                 label="PLD (upper bound)")
         ax.axhline(float(p["epsilon"]), color="0.6", lw=0.8, ls="--")
         ax.set_xlabel("step")
@@ -270,17 +324,40 @@ class LearningResult:
         ax.legend(fontsize=8)
         return fig
 
-    def plot(self) -> dict[str, Any]:
-        """The figures by file name: ``privacy.png`` (public) and, when the data are
+    def plot(self, ax: Any = None, *, which: str = "privacy") -> Any:
+        """One figure: ``which="privacy"`` (default, public: epsilon spent along the
+        steps, ``privacy.png``), ``"scores"`` or ``"training"`` (**curator-only**: the
+        score distributions per group and the losses on the private batches, drawn when
+        the data are here). ``ax``: draw there (``"training"`` has two panels and takes
+        none). Returns the matplotlib Figure; :meth:`figures` gives them all.
+
+        Changed in issue 25: ``plot()`` returned the dict :meth:`figures` returns now.
+        """
+        if which not in FIGURES:
+            raise InvalidParameterError("which", which, f"one of {tuple(FIGURES)}")
+        if which == "privacy":
+            return self._privacy_figure(ax)
+        if which == "training" and ax is not None:
+            raise InvalidParameterError("ax", ax, "None for which='training' (two panels)")
+        figures = self._curator_figures(ax=ax, only=which)
+        if not figures:
+            raise InvalidParameterError(
+                "which", which, "a figure this result has the data for ('scores' needs "
+                "the scores, 'training' the step history)")
+        return next(iter(figures.values()))
+
+    def figures(self) -> dict[str, Any]:
+        """All the figures by file name: ``privacy.png`` (public) and, when the data are
         here, ``curator-scores.png`` and ``curator-training.png`` (curator-only)."""
         return {**self._public_figures(), **self._curator_figures()}
 
     def _public_figures(self) -> dict[str, Any]:
         return {"privacy.png": self._privacy_figure()}
 
-    def _curator_figures(self) -> dict[str, Any]:
+    def _curator_figures(self, *, ax: Any = None, only: str | None = None
+                         ) -> dict[str, Any]:
         figures = {}
-        if self.scores is not None:
+        if self.scores is not None and only in (None, "scores"):
             from privot.learning.plot import plot_score_distributions
 
             s = self.scores
@@ -291,14 +368,15 @@ class LearningResult:
                 before=None if s.get("before") is None else np.asarray(s["before"]),
                 y_true=None if s.get("y_true") is None else np.asarray(s["y_true"]),
                 title="score distributions per group (curator only)"
-                      + (f", {split} split" if split else ""))
-        if self.history and len(self.history.get("step", ())):
+                      + (f", {split} split" if split else ""), ax=ax)
+        if self.history and len(self.history.get("step", ())) and only in (None,
+                                                                            "training"):
             from privot.learning.plot import plot_training
 
             h = self.history
             figures["curator-training.png"] = plot_training(
                 h["step"], h["loss"], erm=h["erm"], penalty=h["penalty"],
-                epsilon_steps=self.epsilon_steps, epsilon=self.epsilon,
+                epsilon_steps=self.epsilon_steps, epsilon=self.epsilon_curve,
                 title="training loss on the private batches (curator only)")
         return figures
 
@@ -326,25 +404,16 @@ class LearningResult:
             fig.savefig(folder / name, dpi=110, format="png")
             public.append(name)
         public.append("release.json")
-        _write_json(folder / "release.json",
-                   {**self.to_dict(), "publishable_files": sorted(public)})
+        write_release(folder, self.to_dict(), public)
         for name, fig in self._curator_figures().items():
             fig.savefig(folder / name, dpi=110, format="png")
             curator.append(name)
         if self.metrics is not None:
-            _write_json(folder / "curator-metrics.json",
-                       {"warning": _CURATOR_NOTICE, **self.metrics})
-            curator.append("curator-metrics.json")
-        h = self.history
-        report = {"warning": _CURATOR_NOTICE, **self.curator}
-        if h and len(h.get("step", ())):
-            report["training"] = {
-                "final_loss": float(h["loss"][-1]), "final_erm": float(h["erm"][-1]),
-                "final_penalty": float(h["penalty"][-1]),
-                "mean_clipped_fraction": float(np.mean(h["clipped_fraction"])),
-                "nonfinite_examples": int(np.sum(h["nonfinite"])),
-                "seconds": float(np.sum(h["seconds"]))}
-        curator.append("curator-report.json")
-        report["curator_files"] = sorted(curator)
-        _write_json(folder / "curator-report.json", report)
+            curator.append(write_curator_report(folder, self.metrics, None,
+                                                name="metrics.json",
+                                                notice=_CURATOR_NOTICE))
+        report = self.curator_report()
+        report.pop("metrics", None)  # in curator-metrics.json
+        curator.append(CURATOR_REPORT)
+        write_curator_report(folder, report, curator, notice=_CURATOR_NOTICE)
         return {"publishable": sorted(public), "curator": sorted(curator)}

@@ -80,7 +80,7 @@ def gdp_to_delta(mu: float, epsilon: float) -> float:
     """
     mu = check_positive(mu, "mu")
     if not math.isfinite(epsilon) or epsilon < 0:
-        raise ValueError(f"epsilon={epsilon!r} must be a finite number >= 0")
+        raise InvalidParameterError("epsilon", epsilon, "a finite number >= 0")
     _, _, pa, log_b = _gdp_delta_terms(mu, epsilon)
     return max(0.0, pa - math.exp(log_b))
 

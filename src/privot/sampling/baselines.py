@@ -44,6 +44,7 @@ from scipy.special import logsumexp
 from privot._validation import check_epsilon, check_finite_array, check_points
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.privacy.mechanisms import exponential_mechanism
+from privot.privacy.noise import check_rng
 from privot.privacy.types import Neighbouring, Release, Spender
 from privot.sampling._checks import check_cost, check_distributions, check_order
 
@@ -403,7 +404,7 @@ def exponential_mean_cost(mu: object, points: object, output_points: object, *,
 
 
 def exponential_sample(mu: object, cost: object, *, epsilon: float,
-                       rng: np.random.Generator | None = None,
+                       rng: np.random.Generator | int | None = None,
                        accountant: Spender | None = None) -> Release:
     """One user's exponential-mechanism draw (utility minus the expected cost) through
     :func:`privot.privacy.mechanisms.exponential_mechanism` (exact sampling, scores on
@@ -430,6 +431,7 @@ def exponential_sample(mu: object, cost: object, *, epsilon: float,
     0: the scores then do not depend on ``mu``); the mechanism adds its grid rounding to
     ``Delta``. Pure eps-LDP.
     """
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     eps = check_epsilon(epsilon)
     c = check_cost(cost)
     rows, single = check_distributions(mu, k=c.shape[0])

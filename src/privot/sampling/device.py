@@ -55,8 +55,13 @@ from fractions import Fraction
 import numpy as np
 
 from privot._validation import check_epsilon, check_finite_array, check_int
-from privot.errors import ConvergenceError, InvalidDataError, InvalidParameterError, PrivotError
-from privot.privacy.noise import BitSource, _exp_neg, resolve_rng
+from privot.errors import (
+    ConvergenceError,
+    InvalidDataError,
+    InvalidParameterError,
+    PolytopeViolationError,
+)
+from privot.privacy.noise import BitSource, _exp_neg, check_rng, resolve_rng
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender
 
 __all__ = [
@@ -88,10 +93,6 @@ _BLOCK_ELEMENTS = 1 << 16
 #: A repair of more than this many units (``2**-29`` of the mass at ``b = 61``) is spread
 #: in proportion to the slack first (a ``nu`` far outside the polytope).
 _BIG_NEED = 1 << 32
-
-
-class PolytopeViolationError(PrivotError, RuntimeError):
-    """Integer weights outside the certified grid polytope: nothing is sampled."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -490,7 +491,7 @@ def _draw(src: BitSource, w: np.ndarray, bits: int) -> np.ndarray:
 
 
 def draw_index(weights: np.ndarray, total_bits: int, *,
-               rng: np.random.Generator | BitSource | None = None) -> np.ndarray:
+               rng: np.random.Generator | BitSource | int | None = None) -> np.ndarray:
     """Draw index ``j`` with probability exactly ``w_j / 2**total_bits``, per row.
 
     Parameters
@@ -499,7 +500,9 @@ def draw_index(weights: np.ndarray, total_bits: int, *,
         Non-negative; every row sums to exactly ``2**total_bits`` (checked exactly).
     total_bits : int
         In ``[0, MAX_BITS]``.
-    rng : numpy.random.Generator, BitSource or None
+    rng : numpy.random.Generator, BitSource, int or None
+        The :func:`~privot.privacy.noise.check_rng` rule (an int seed is
+        ``numpy.random.default_rng(seed)``, ``secure=False``).
         None (the default): the OS CSPRNG (see :func:`privot.privacy.noise.resolve_rng`).
 
     Returns
@@ -507,6 +510,7 @@ def draw_index(weights: np.ndarray, total_bits: int, *,
     (n,) int64 array
         One index per row (``n = 1`` for a 1-D ``weights``).
     """
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     b = check_int(total_bits, "total_bits", minimum=0, maximum=MAX_BITS)
     w = np.asarray(weights)
     if not np.issubdtype(w.dtype, np.integer):
@@ -568,7 +572,7 @@ class DeviceSample:
 
 
 def private_sample(nu: object, *, base_measure: object, epsilon: float,
-                   rng: np.random.Generator | BitSource | None = None,
+                   rng: np.random.Generator | BitSource | int | None = None,
                    bits: int = DEFAULT_BITS,
                    accountant: Spender | None = None) -> DeviceSample:
     """Release one eps-LDP sample of each user's ``nu``: snap, verify, draw exactly.
@@ -583,7 +587,9 @@ def private_sample(nu: object, *, base_measure: object, epsilon: float,
         ``m``, public, the same for every user.
     epsilon : float
         > 0.
-    rng : numpy.random.Generator, BitSource or None
+    rng : numpy.random.Generator, BitSource, int or None
+        The :func:`~privot.privacy.noise.check_rng` rule (an int seed is
+        ``numpy.random.default_rng(seed)``, ``secure=False``).
         None (default): the OS CSPRNG, the only choice fit for publication.
     bits : int
         Grid exponent ``b`` in ``[1, MAX_BITS]``.
@@ -604,6 +610,7 @@ def private_sample(nu: object, *, base_measure: object, epsilon: float,
     Prop. 3.2 of paper 003 on the grid). Sampling is exact. Pure eps-LDP per user.
     ``docs/privacy/sampling_device.md``.
     """
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     eps = check_epsilon(epsilon)
     poly = grid_polytope(base_measure, epsilon=eps, bits=bits)
     rows = _check_nu(nu, poly.k_v)

@@ -35,7 +35,7 @@ import numpy as np
 from privot._usable import usable_user_points
 from privot.engines import Engine, get_engine
 from privot.engines.base import check_source
-from privot.errors import InvalidParameterError
+from privot.errors import EngineResultError, InvalidParameterError
 from privot.grid import Grid, cell_sql, check_point_columns
 
 __all__ = ["USER_CELLS_SQL", "UserCellCounts", "dense_distributions", "user_cell_counts",
@@ -148,7 +148,7 @@ def _compress(user: np.ndarray, cell: np.ndarray, count: np.ndarray, grid: Grid,
     inside = int(count.sum())
     empty = np.unique(empty) if empty.size else empty[:0]
     if ids.size + empty.size != n_ids:  # pragma: no cover (the step's own consistency)
-        raise RuntimeError(f"user_cell_counts: {ids.size} users with a point inside and "
+        raise EngineResultError(f"user_cell_counts: {ids.size} users with a point inside and "
                            f"{empty.size} without, but {n_ids} distinct user ids")
     return UserCellCounts(user_ids=ids, indptr=indptr, cells=cell.astype(np.int64),
                           counts=count.astype(np.int64), grid=grid, n_points=n_points,

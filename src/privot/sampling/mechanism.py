@@ -145,6 +145,14 @@ class SamplingMechanism:
         r"""``(k, k_v)``: row ``i`` is :math:`M[\delta_i]` (the Dirac inputs)."""
         return self._privatize_rows(np.eye(self.k))
 
+    def __repr__(self) -> str:
+        """One line: class, name, epsilon and the input/output sizes (public)."""
+        extra = ""
+        if getattr(self, "base_measure_name", None):
+            extra = f", base_measure={self.base_measure_name}"
+        return (f"{type(self).__name__}({self.name}, epsilon={self.epsilon:g}, k={self.k}, "
+                f"k_v={self.k_v}{extra})")
+
     def release_dict(self) -> dict[str, Any]:
         """Public description of the mechanism (parameters only, no data)."""
         return {"mechanism": self.name, "epsilon": self.epsilon, "k": self.k,

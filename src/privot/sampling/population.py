@@ -106,7 +106,6 @@ cells' centres, sorted, no user ids; ``base_measure.csv``; ``estimate.csv``;
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -115,9 +114,16 @@ from typing import Any
 
 import numpy as np
 
+from privot._result import (
+    CURATOR_PREFIX,
+    CURATOR_REPORT,
+    ReleaseResult,
+    write_curator_report,
+    write_release,
+)
 from privot._validation import check_finite_array, check_int, check_nonnegative
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.privacy.noise import BitSource, resolve_rng
+from privot.privacy.noise import BitSource, check_rng, resolve_rng
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender
 from privot.sampling.baselines import krr_estimate
 from privot.sampling.device import (
@@ -162,21 +168,7 @@ _CHANNEL_ATOL = 1e-6
 PUBLISHABLE_FILES = ("samples.csv", "base_measure.csv", "estimate.csv", "sample.png",
                      "release.json")
 #: The curator-only files (user ids, exact counts, timings: never publish).
-CURATOR_FILES = ("curator-samples.csv", "curator-report.json")
-_CURATOR_NOTICE = ("exact statistics of the raw data: NOT differentially private, for the "
-                   "data curator only; never publish this file")
-
-
-def _write_json(path: Path, payload: Any) -> None:
-    from privot._jsonable import jsonable
-
-    path.write_text(json.dumps(payload, indent=2, default=jsonable) + "\n")
-
-
-def _json_ready(payload: Any) -> Any:
-    from privot._jsonable import jsonable
-
-    return json.loads(json.dumps(payload, default=jsonable))
+CURATOR_FILES = (CURATOR_PREFIX + "samples.csv", CURATOR_REPORT)
 
 
 @dataclass(frozen=True)
@@ -210,7 +202,7 @@ class PopulationDiagnostics:
 
 
 @dataclass(frozen=True, repr=False)
-class PopulationSample:
+class PopulationSample(ReleaseResult):
     """One eps-LDP report per user of the user list.
 
     Attributes
@@ -328,17 +320,13 @@ class PopulationSample:
         return {"bounds": list(g.bounds), "resolution": g.resolution, "aspect": g.aspect,
                 "points": "cell centres"}
 
-    def to_dict(self, *, curator: bool = False) -> dict[str, Any]:
-        """JSON-ready: :meth:`release_dict` and the grid when known (publishable, no
-        arrays; the histogram is :meth:`counts_per_output`); with ``curator=True`` also
-        ``"curator_only"``: :meth:`curator_report` (**exact counts and timings: never
-        publish that part**)."""
+    def _public_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict`'s publishable body: :meth:`release_dict` and the grid when
+        known (no arrays; the histogram is :meth:`counts_per_output`)."""
         body: dict[str, Any] = {"capability": "sample", **self.release_dict()}
         if self._has_grid():
             body["grid"] = self.grid_dict()
-        if curator:
-            body["curator_only"] = self.curator_report()
-        return _json_ready(body)
+        return body
 
     # -- the server's estimate (post-processing) ------------------------------------------
 
@@ -469,9 +457,8 @@ class PopulationSample:
             fig.savefig(folder / "sample.png", dpi=110, bbox_inches="tight")
             public.append("sample.png")
         public.append("release.json")
-        _write_json(folder / "release.json",
-                    {**self.release_dict(), **dict(release_extra or {}),
-                     "grid": self.grid_dict(g), "publishable_files": sorted(public)})
+        write_release(folder, {**self.release_dict(), **dict(release_extra or {}),
+                               "grid": self.grid_dict(g)}, public)
         # -- curator-only: the samples with their user ids, exact counts, timings ------
         written: list[str] = []
         if curator is not False:
@@ -484,10 +471,8 @@ class PopulationSample:
             extra = dict(curator) if isinstance(curator, Mapping) else {}
             if "seconds" in extra:
                 report["seconds"] = {**report["seconds"], **dict(extra.pop("seconds"))}
-            _write_json(folder / CURATOR_FILES[1],
-                        {"warning": _CURATOR_NOTICE, **report, **extra,
-                         "data_warnings": list(data_warnings),
-                         "curator_files": sorted(written)})
+            write_curator_report(folder, {**report, **extra,
+                                          "data_warnings": list(data_warnings)}, written)
         return {"publishable": sorted(public), "curator": sorted(written), "notes": []}
 
 
@@ -623,7 +608,7 @@ def _dense_rows(indptr: np.ndarray, cells: np.ndarray, cnt: np.ndarray, sizes: n
 
 def sample_population(counts: Any, mechanism: SamplingMechanism, *,
                       variant: str = "direct",
-                      rng: np.random.Generator | BitSource | None = None,
+                      rng: np.random.Generator | BitSource | int | None = None,
                       accountant: Spender | None = None,
                       batch_size: int | None = None,
                       channel: object | None = None,
@@ -651,7 +636,9 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
         ``"direct"``: release a sample of :math:`M[\mu_u]`; ``"linear"``: draw
         :math:`i \sim \mu_u` exactly, release a sample of :math:`M[\delta_i]` (see the
         module docstring).
-    rng : numpy.random.Generator, BitSource or None
+    rng : numpy.random.Generator, BitSource, int or None
+        The :func:`~privot.privacy.noise.check_rng` rule (an int seed is
+        ``numpy.random.default_rng(seed)``, ``secure=False``).
         None (default): the OS CSPRNG, the only choice fit for publication. A seeded
         generator gives a reproducible sample marked ``secure=False``.
     accountant : PrivacyAccountant, optional
@@ -699,6 +686,7 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
     :math:`\varepsilon`-LDP per user, one report each, charged once; the user list and
     the number of reports are public (module docstring; ``docs/privacy/sampling.md``).
     """
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     t0 = time.perf_counter()
     if variant not in VARIANTS:
         raise InvalidParameterError("variant", variant, f"one of {VARIANTS}")

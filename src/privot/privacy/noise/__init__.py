@@ -63,6 +63,12 @@ seeded :class:`numpy.random.Generator` is accepted for tests and reproducible
 experiments; :func:`resolve_rng` then reports ``secure=False`` and mechanisms record
 it in their :class:`~privot.privacy.types.Release`.
 
+The capabilities' entry points (heatmaps, barycenters, sampling, learning) follow one
+rule, :func:`check_rng`: ``None``, a :class:`numpy.random.Generator`, a
+:class:`BitSource` or a non-negative int seed, the seed meaning
+``numpy.random.default_rng(seed)`` (the same release, bit for bit, and ``secure=False``).
+The samplers here take no int: a seed passed down twice would restart one stream.
+
 The rule for the grid exponent ``k`` is in ``docs/privacy/discrete.md``,
 ``docs/privacy/laplace.md`` and ``docs/privacy/gaussian.md``.
 
@@ -105,7 +111,7 @@ from privot.privacy.noise._bernoulli import (
     bernoulli_exp_parts,
     uniform_integers,
 )
-from privot.privacy.noise._bits import BitSource, resolve_rng
+from privot.privacy.noise._bits import RNG_RULE, BitSource, check_rng, resolve_rng
 from privot.privacy.noise._exact import _abs_dlap_table as _abs_dlap_table
 from privot.privacy.noise._exact import _e1_threshold as _e1_threshold
 from privot.privacy.noise._exact import _exp_neg as _exp_neg
@@ -128,6 +134,8 @@ from privot.privacy.noise._shares import polya, polya_laplace_shares
 
 __all__ = [
     "BitSource",
+    "RNG_RULE",
+    "check_rng",
     "resolve_rng",
     "uniform_integers",
     "bernoulli",

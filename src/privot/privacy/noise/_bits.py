@@ -5,7 +5,9 @@ use (fair coins, ``width``-bit fields, uniform integers below a bound by rejecti
 Two sources: the operating system's CSPRNG (:func:`os.urandom`, read through a
 process-local, thread- and fork-safe buffer), the default; and an adapter over a
 caller's seeded :class:`numpy.random.Generator`, for tests and reproducible
-experiments. :func:`resolve_rng` turns every sampler's ``rng`` argument into one of them.
+experiments. :func:`resolve_rng` turns every sampler's ``rng`` argument into one of them;
+:func:`check_rng` is the rule of the capabilities' entry points (an int seed accepted
+there, turned into a generator once).
 
 Privacy
 -------
@@ -26,7 +28,7 @@ import numpy as np
 
 from privot.errors import InvalidParameterError
 
-__all__ = ["BitSource", "resolve_rng"]
+__all__ = ["BitSource", "RNG_RULE", "check_rng", "resolve_rng"]
 
 _I63 = np.int64(2**63 - 1)
 _CHUNK = 1 << 20  # bytes read from os.urandom per refill (at least)
@@ -215,6 +217,58 @@ class _GeneratorSource(BitSource):
 
 _OS_SOURCE = _OSEntropy()
 
+#: What every capability's ``rng`` accepts, in the words of its refusal.
+RNG_RULE = ("None (secure OS entropy), a numpy.random.Generator, a privot BitSource or a "
+            "non-negative int seed (a seeded generator: not fit for publication)")
+
+
+def check_rng(rng: object, *, name: str = "rng",
+              bits: bool = True) -> np.random.Generator | BitSource | None:
+    """The one ``rng`` rule of privot's capabilities (heatmaps, barycenters, sampling,
+    learning): resolve their ``rng`` argument once, at the entry point.
+
+    Parameters
+    ----------
+    rng : None, numpy.random.Generator, BitSource or int
+        ``None``: the operating system's CSPRNG, the only choice fit for publication.
+        A :class:`numpy.random.Generator` or a :class:`BitSource`: used as given. An int
+        seed ``s >= 0``: ``numpy.random.default_rng(s)``, exactly as if the caller had
+        passed that generator (the same release, bit for bit), and, like it, recorded
+        as ``secure=False``: reproducible, **not** for publication.
+    name : str
+        The parameter's name in the refusal (``"cluster_rng"``...).
+    bits : bool
+        False where the capability also draws public randomness from a numpy generator
+        (barycenters): a :class:`BitSource` is then refused by name.
+
+    Returns
+    -------
+    None, numpy.random.Generator or BitSource
+        Pass it on to every draw of the release: an int is turned into a generator
+        here, once, so two draws never restart the same seeded stream.
+
+    Raises
+    ------
+    InvalidParameterError
+        Anything else (a bool, a negative int, a float, a legacy ``RandomState``).
+    """
+    if rng is None or isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, BitSource):
+        if bits:
+            return rng
+        raise InvalidParameterError(
+            name, rng, "None, a numpy.random.Generator or a non-negative int seed (a "
+            "BitSource is not accepted here: this capability also draws public "
+            "randomness from a numpy generator)")
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) \
+            and int(rng) >= 0:
+        return np.random.default_rng(int(rng))
+    raise InvalidParameterError(name, rng, RNG_RULE if bits else
+                                "None (secure OS entropy), a numpy.random.Generator or a "
+                                "non-negative int seed (a seeded generator: not fit for "
+                                "publication)")
+
 
 def resolve_rng(rng: np.random.Generator | BitSource | None) -> tuple[BitSource, bool]:
     """Turn the ``rng`` argument of every sampler into ``(bit source, secure flag)``.
@@ -237,4 +291,6 @@ def resolve_rng(rng: np.random.Generator | BitSource | None) -> tuple[BitSource,
         return rng, rng.secure
     if isinstance(rng, np.random.Generator):
         return _GeneratorSource(rng), False
-    raise InvalidParameterError("rng", rng, "None (secure OS entropy) or a numpy.random.Generator")
+    raise InvalidParameterError("rng", rng, "None (secure OS entropy), a numpy.random.Generator "
+                                "or a BitSource (an int seed is taken by the capabilities' "
+                                "entry points, privot.privacy.noise.check_rng)")
