@@ -6,6 +6,13 @@ non-empty folder unless it is forced (:func:`check_output_folder`). Where a forc
 needs the folder clean, what an earlier run left is moved aside, never deleted
 (:func:`archive_earlier_run`): a budget ledger in particular is the only record of what a
 data set has spent. Standard library only, so the CLI can check before any heavy import.
+
+Privacy
+-------
+No release and no noise here. What it protects is the budget's record: a ledger (the
+only account of the epsilon a data set has spent) is never deleted or overwritten, so a
+rerun can never make spent budget look unspent. The refusal of a used folder depends on
+the folder only, never on the data, and comes before anything is read or charged.
 """
 
 from __future__ import annotations
