@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import subprocess
 import sys
@@ -40,7 +41,14 @@ for name in SUBCOMMANDS:
 argvs += [["calibrate", "--epsilon", "x", "--delta", "1e-5", "--steps", "1",
            "--sampling-rate", "0.1"],
           ["audit", "--mechanism", "nope"],
-          ["heatmap", "in.csv", "--epsilon", "1", "--bounds", "0", "1", "0"]]
+          ["heatmap", "in.csv", "--epsilon", "1", "--bounds", "0", "1", "0"],
+          # issue 25: the renamed flags, their refused old spellings, --progress/--quiet
+          ["heatmap", "in.csv", "--epsilon", "1", "--bounds", "0", "1", "0", "1",
+           "--method", "pyramid", "--baseline", "none"],
+          ["learn", "in.csv", "--target", "t", "--sensitive", "s", "--sensitive-values",
+           "a,b", "--epsilon", "1", "--penalty", "sp", "--criterion", "eo"],
+          ["sample", "in.csv", "--epsilon", "1", "--bounds", "0", "1", "0", "1",
+           "--progress", "--quiet"]]
 codes = []
 for argv in argvs:
     parser = build_parser()
@@ -115,6 +123,44 @@ def test_heatmap_choices_and_defaults_are_the_librarys():
                                                                rel=1e-15)
     assert _option("heatmap", "sigma").default == api.DEFAULT_SIGMA
     assert tuple(_option("heatmap", "aspect").choices) == grid.ASPECTS
+    # issue 25: --method is private_heatmap's parameter, its choices the library's
+    assert heatmap.METHODS == api.METHODS
+    assert tuple(_option("heatmap", "method").choices) == api.METHODS
+    assert _option("heatmap", "method").default == api.METHODS[0] == "pyramid"
+    assert inspect.signature(api.private_heatmap).parameters["method"].default == (
+        _option("heatmap", "method").default)
+
+
+def test_aspect_literals_and_default_are_the_librarys():
+    """Issue 25: one --aspect default (the library Grid's) on every grid command."""
+    from privot.cli import _common
+
+    grid = importlib.import_module("privot.grid")
+    assert _common.ASPECTS == grid.ASPECTS
+    assert _common.DEFAULT_ASPECT == inspect.signature(grid.Grid).parameters[
+        "aspect"].default
+    for command in ("heatmap", "sample"):
+        assert tuple(_option(command, "aspect").choices) == grid.ASPECTS
+        assert _option(command, "aspect").default == _common.DEFAULT_ASPECT
+
+
+def test_cli_flags_are_the_library_parameter_names():
+    """Issue 25: learn's --penalty and --steps are make_private's parameters; the
+    library calls' progress= switches exist where the commands thread them."""
+    private = importlib.import_module("privot.learning.private")
+    bary = importlib.import_module("privot.barycenters.api")
+    population = importlib.import_module("privot.sampling.population")
+    heatmaps = importlib.import_module("privot.heatmaps.api")
+
+    params = inspect.signature(private.make_private).parameters
+    assert "penalty" in params and "steps" in params
+    assert tuple(_option("learn", "criterion").choices) == tuple(
+        importlib.import_module("privot.learning.groups").CRITERIA)
+    assert "--penalty" in _option("learn", "criterion").option_strings
+    assert "--steps" in _option("learn", "steps").option_strings
+    for fn in (heatmaps.private_heatmap, bary.private_barycenter,
+               population.sample_population, private.PrivateWassersteinTrainer.train):
+        assert inspect.signature(fn).parameters["progress"].default is None
 
 
 def test_barycenter_choices_and_defaults_are_the_librarys():

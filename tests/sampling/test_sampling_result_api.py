@@ -137,6 +137,7 @@ def test_save_writes_what_the_cli_writes(points_csv, counts, tmp_path, capsys, n
     assert main(["sample", str(points_csv), "--bounds", "0", "1", "0", "1", "--epsilon", "2",
                  "--resolution", "6", "--columns", "lon,lat", "--user-column", "uid",
                  "--mechanism", name, "--variant", variant, "--seed", "3",
+                 "--aspect", "stretch",  # GRID's (the CLI's default is square since #25)
                  "-o", str(out)]) == 0
     capsys.readouterr()
     _, sample = _release(counts, name, variant)

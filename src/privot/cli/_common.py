@@ -20,12 +20,14 @@ if TYPE_CHECKING:
 
     from privot.privacy.ledger import Ledger
 
-__all__ = ["DEFAULT_COLUMNS", "LEDGER_ENV", "RELEASE_RELATIONS", "DryRunDone",
+__all__ = ["ASPECTS", "DEFAULT_ASPECT", "DEFAULT_COLUMNS", "LEDGER_ENV",
+           "RELEASE_RELATIONS", "DryRunDone", "add_aspect_argument",
            "add_column_arguments", "add_engine_arguments", "add_ledger_arguments",
-           "add_output_arguments", "add_point_table_arguments", "add_seed_argument",
-           "column_list", "engine_from_args", "engine_name", "ledger_from_args",
-           "ledger_path", "ledger_spender", "ledger_summary", "positive_float",
-           "rng_from_args", "to_json", "write_json"]
+           "add_output_arguments", "add_point_table_arguments", "add_progress_arguments",
+           "add_renamed_argument", "add_seed_argument", "column_list", "engine_from_args",
+           "engine_name", "ledger_from_args", "ledger_path", "ledger_spender",
+           "ledger_summary", "positive_float", "progress_from_args", "rng_from_args",
+           "say_from_args", "to_json", "write_json"]
 
 #: :data:`privot.privacy.ledger.LEDGER_ENV`, repeated so that parsing imports nothing
 #: heavy (tests/cli/test_cli_budget.py checks they agree).
@@ -54,6 +56,124 @@ def rng_from_args(args: argparse.Namespace) -> np.random.Generator | None:
     seed = check_int(args.seed, "--seed", minimum=0)
     print(SEED_WARNING, file=sys.stderr)
     return np.random.default_rng(seed)
+
+
+# -- --aspect: one default for every grid command (heatmap, sample) ---------------------
+
+#: :data:`privot.grid.ASPECTS`, repeated so that parsing imports nothing heavy
+#: (tests/cli/test_cli_imports.py checks they agree).
+ASPECTS = ("square", "stretch")
+#: The default of :class:`privot.grid.Grid` and of every grid command: square cells.
+DEFAULT_ASPECT = "square"
+
+
+def add_aspect_argument(parser: argparse.ArgumentParser, *, changed: str = "") -> None:
+    """``--aspect square|stretch``, default square for every command.
+
+    Why square: it is the library's default (:class:`privot.grid.Grid`), so a command
+    line and the library call it stands for build the same grid; and a square cell is as
+    long as it is wide, so a distance on the grid (the heatmap's EMD, the sampler's W_p)
+    means the same along both axes. A square ``--bounds`` gives the same grid either way.
+    ``changed`` is appended to the help (a command whose default changed says so).
+    """
+    parser.add_argument(
+        "--aspect", choices=ASPECTS, default=DEFAULT_ASPECT,
+        help="cells of a non-square --bounds: square (default, as in the library's Grid: "
+             "the grid covers the square of side max(width, height) from the lower-left "
+             "corner, so every cell is as long as it is wide and distances mean the same "
+             "along both axes; cells past the short side receive no point) or stretch "
+             "(each axis cut into DELTA cells of its own length)"
+             + (f". {changed}" if changed else ""))
+
+
+# -- --progress / --quiet: one meaning for every data command ----------------------------
+
+def add_progress_arguments(parser: argparse.ArgumentParser, *,
+                           bar: str = "the library's progress bars") -> None:
+    """``--progress`` and ``--quiet`` (mutually exclusive), the same on every data command.
+
+    Neither: privot's one progress rule (:func:`privot._progress.show_progress` of None):
+    bars on stderr only when stderr is a terminal. ``--progress``: bars on stderr always.
+    ``--quiet``: no bars, and nothing printed but errors and warnings (the release summary
+    on stdout and the curator's summary lines on stderr are left out; the files are
+    written as always). ``bar`` says what the bars show.
+    """
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument("--progress", action="store_const", const=True, default=None,
+                           help=f"show {bar} on stderr even when it is not a terminal "
+                                "(default: only when stderr is a terminal)")
+    verbosity.add_argument("--quiet", action="store_true",
+                           help="print nothing but errors and warnings: no progress bar, "
+                                "no summary on stdout, no curator lines on stderr")
+
+
+def progress_from_args(args: argparse.Namespace) -> bool | None:
+    """The ``progress=`` of the library calls: False with ``--quiet``, True with
+    ``--progress``, else None (bars only when stderr is a terminal)."""
+    if getattr(args, "quiet", False):
+        return False
+    return True if getattr(args, "progress", None) else None
+
+
+def say_from_args(args: argparse.Namespace) -> Any:
+    """``print``, or a no-op with ``--quiet`` (summaries on stdout and the curator's lines
+    on stderr alike; errors and warnings are not printed through it)."""
+    if getattr(args, "quiet", False):
+        return lambda *a, **k: None
+    return print
+
+
+# -- a flag renamed to the library's name, the old spelling kept as a hidden alias -------
+
+class _RenamedAction(argparse.Action):
+    """One spelling of an option with two (the library's name and an old hidden alias):
+    stores the value (mapped by ``convert``), refusing the second spelling."""
+
+    def __init__(self, *args: Any, convert: Any = None,
+                 names: tuple[str, str] = ("", ""), **kwargs: Any) -> None:
+        self.convert = convert
+        self.names = names
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        seen = dict(getattr(namespace, "_renamed_flags", {}))
+        flag = option_string or self.option_strings[0]
+        other = seen.get(self.dest)
+        if other is not None and other != flag:
+            new, old = self.names
+            raise argparse.ArgumentError(
+                self, f"give {new} once: {old} is its old name, accepted alone, not "
+                      f"together with {new}")
+        seen[self.dest] = flag
+        namespace._renamed_flags = seen
+        setattr(namespace, self.dest, values if self.convert is None
+                else self.convert(values))
+
+
+def add_renamed_argument(parser: argparse.ArgumentParser | Any, flag: str, old: str, *,
+                         dest: str, old_choices: Mapping[str, str] | None = None,
+                         **kwargs: Any) -> None:
+    """``flag`` (the library's parameter name) with ``old``, its previous spelling, kept
+    as a hidden alias to the same ``dest`` so that existing command lines keep working;
+    both given at once are refused (one line, exit status 2).
+
+    ``old_choices`` maps the old flag's values to the new one's (``--baseline none`` is
+    ``--method pyramid``); without it the old flag takes the same values.
+    """
+    parser.add_argument(flag, dest=dest, action=_RenamedAction, names=(flag, old),
+                        **kwargs)
+    old_kwargs = {k: v for k, v in kwargs.items() if k in ("type", "metavar")}
+    if old_choices is not None:
+        old_kwargs["choices"] = tuple(old_choices)
+        convert = old_choices.__getitem__
+    else:
+        if "choices" in kwargs:
+            old_kwargs["choices"] = kwargs["choices"]
+        convert = None
+    parser.add_argument(old, dest=dest, action=_RenamedAction, convert=convert,
+                        names=(flag, old), default=argparse.SUPPRESS,
+                        help=argparse.SUPPRESS, **old_kwargs)
 
 
 def engine_name(text: str) -> str:

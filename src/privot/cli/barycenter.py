@@ -69,6 +69,7 @@ from privot.cli._common import (
     add_engine_arguments,
     add_ledger_arguments,
     add_output_arguments,
+    add_progress_arguments,
     add_seed_argument,
     add_text_file_arguments,
     engine_from_args,
@@ -76,7 +77,9 @@ from privot.cli._common import (
     ledger_spender,
     ledger_summary,
     positive_float,
+    progress_from_args,
     rng_from_args,
+    say_from_args,
 )
 from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidDataError, InvalidParameterError
@@ -216,6 +219,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_text_file_arguments(p)
     add_output_arguments(p, "privot-barycenter")
     add_seed_argument(p)
+    add_progress_arguments(p, bar="the solver's progress bars")
     add_ledger_arguments(p)
     p.set_defaults(handler=_run)
 
@@ -490,7 +494,8 @@ def _run(args: argparse.Namespace) -> int:
                 delta=args.delta, method=args.method, population_size=args.population_size,
                 projection_dim=projection_dim, iterations=args.iterations, reg=args.reg,
                 placement=args.placement, region=region, rng=rng_from_args(args),
-                accountant=acct, **perturbation_kw, **subspace_kw)
+                accountant=acct, progress=progress_from_args(args), **perturbation_kw,
+                **subspace_kw)
         seconds["release"] = time.perf_counter() - start - seconds["read"]
 
     # -- publishable (public parameters and the noisy release) and curator-only files:
@@ -521,14 +526,15 @@ def _run(args: argparse.Namespace) -> int:
     if plan is not None:  # its public plan
         how += (f" ({plan['mechanism']} noise, d' = {plan['subspace_dim']}, "
                 f"{plan['cells']} cell(s), {plan['rounds']} Lloyd round(s))")
-    print(f"privot barycenter: {how}, m = {m}, k = {len(sizes)} (group "
+    say = say_from_args(args)
+    say(f"privot barycenter: {how}, m = {m}, k = {len(sizes)} (group "
           f"labels and sizes public); spent epsilon = {c.epsilon:g} ({kind}){where}; unit "
           "= one row, replace-one" + ("" if result.secure else "; SEEDED: not for "
                                       "publication"))
-    print(out.listing())
+    say(out.listing())
     if ledger is not None:
-        print(ledger_summary(ledger))
-    print("privot barycenter: curator only (not private): rows "
+        say(ledger_summary(ledger))
+    say("privot barycenter: curator only (not private): rows "
           + ", ".join(f"{n}: {s} ({cl} clipped, {un} unusable)" for n, s, cl, un in zip(
               names, sizes, report["rows_clipped_per_group"],
               report["rows_unusable_per_group"], strict=True)), file=sys.stderr)

@@ -46,17 +46,22 @@ import time
 
 from privot.cli._common import (
     RELEASE_RELATIONS,
+    add_aspect_argument,
     add_engine_arguments,
     add_ledger_arguments,
     add_output_arguments,
     add_point_table_arguments,
+    add_progress_arguments,
+    add_renamed_argument,
     add_seed_argument,
     engine_from_args,
     ledger_from_args,
     ledger_spender,
     ledger_summary,
     positive_float,
+    progress_from_args,
     rng_from_args,
+    say_from_args,
 )
 from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidParameterError
@@ -65,9 +70,13 @@ __all__ = ["register"]
 
 # Parsing imports neither numpy nor the library (a fast ``privot heatmap --help``): the
 # handler imports them. The choices and defaults below repeat the library's
-# (privot.heatmaps: METHODS, DEFAULT_W, DEFAULT_GAMMA, DEFAULT_SIGMA, ASPECTS);
-# tests/cli/test_cli_imports.py checks they agree.
+# (privot.heatmaps: METHODS, DEFAULT_W, DEFAULT_GAMMA, DEFAULT_SIGMA; privot.grid:
+# ASPECTS, in privot.cli._common); tests/cli/test_cli_imports.py checks they agree.
+#: ``--method``: private_heatmap's methods (the first, the paper's, is the default).
+METHODS = ("pyramid", "laplace", "threshold")
+#: ``--baseline``, the old hidden spelling of ``--method``: its values -> the method.
 _METHODS = {"none": "pyramid", "laplace": "laplace", "threshold": "threshold"}
+
 # privot.heatmaps.plot: SCALES, DEFAULT_SCALE (sqrt keeps 8% secondary hubs visible)
 _SCALES = ("linear", "sqrt", "log")
 _DEFAULT_SCALE = "sqrt"
@@ -113,12 +122,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="decay of the per-level budgets (default: 1/sqrt(2))")
     p.add_argument("--sigma", type=positive_float, default=2.0,
                    help="Gaussian filter width of the heatmap, in cells (default: %(default)s)")
-    p.add_argument("--baseline", choices=tuple(_METHODS), default="none",
-                   help="run a baseline of the paper's Sec. 4 instead (default: none)")
+    # --method: private_heatmap's name; --baseline (none = pyramid), the old spelling
+    add_renamed_argument(p, "--method", "--baseline", dest="method", choices=METHODS,
+                         default=METHODS[0], old_choices=_METHODS,
+                         help="pyramid (the paper's Algorithms 1 and 2) or a baseline of "
+                              "the paper's Sec. 4: laplace, threshold (default: "
+                              "%(default)s)")
     p.add_argument("--threshold", type=positive_float, default=1.0, metavar="PERCENT",
-                   help="--baseline threshold keeps the top PERCENT of cells (default: 1)")
-    p.add_argument("--aspect", choices=("square", "stretch"), default="square",
-                   help="cells of a non-square --bounds: square (default) or stretched")
+                   help="--method threshold keeps the top PERCENT of cells (default: 1)")
+    add_aspect_argument(p)
     p.add_argument("--scale", choices=_SCALES, default=_DEFAULT_SCALE,
                    help="colour scale of heatmap.png (default: %(default)s, which keeps "
                         "secondary hotspots visible)")
@@ -130,6 +142,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_point_table_arguments(p)
     add_output_arguments(p, "privot-heatmap")
     add_seed_argument(p)
+    add_progress_arguments(p, bar="a progress bar of the release's steps")
     add_ledger_arguments(p)
     p.set_defaults(handler=_run)
 
@@ -161,7 +174,7 @@ def _run(args: argparse.Namespace) -> int:
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
-    method = _METHODS[args.baseline]
+    method = args.method
     ledger = ledger_from_args(args, **RELEASE_RELATIONS["heatmap"],
                               planned=PureEvent(epsilon, method))
     engine = engine_from_args(args)
@@ -189,7 +202,8 @@ def _run(args: argparse.Namespace) -> int:
             result = private_heatmap(sums, grid=grid, epsilon=epsilon, w=args.w,
                                      gamma=args.gamma, sigma=args.sigma, method=method,
                                      threshold=args.threshold, rng=rng, accountant=acct,
-                                     max_memory=max_memory)
+                                     max_memory=max_memory,
+                                     progress=progress_from_args(args))
 
     # -- publishable (public parameters and the noisy release) and curator-only files:
     # one code path with the library's HeatmapResult.save
@@ -199,18 +213,19 @@ def _run(args: argparse.Namespace) -> int:
                           data_warnings=data_warnings)
     out.record(written)
 
+    say = say_from_args(args)
     rel = result.release
     levels = ", ".join(f"{k}: {v:.4g}" for k, v in rel.level_epsilons.items())
-    print(f"privot heatmap: spent epsilon = {rel.epsilon:g} (pure DP, unit = user, "
+    say(f"privot heatmap: spent epsilon = {rel.epsilon:g} (pure DP, unit = user, "
           f"add/remove one user; per level {levels})"
           + ("" if rel.secure else "; SEEDED: not for publication"))
-    print(out.listing())
+    say(out.listing())
     for note in written["notes"]:  # functions of the public parameters and the release
-        print(f"privot heatmap: note: {note}")
+        say(f"privot heatmap: note: {note}")
     if ledger is not None:
-        print(ledger_summary(ledger))
+        say(ledger_summary(ledger))
     cur = result.diagnostics.curator_only
-    print(f"privot heatmap: curator only (not private): {cur.n_points} points read, "
+    say(f"privot heatmap: curator only (not private): {cur.n_points} points read, "
           f"{cur.n_outside} outside the bounds or unusable and dropped, {cur.n_users} "
           "users", file=sys.stderr)
     return 0

@@ -5,7 +5,7 @@ two-class sensitive attribute), encodes the features with **public** encodings t
 gives, and trains a logistic (``Linear + Sigmoid``) or MLP classifier with
 :func:`privot.learning.make_private` on the penalised objective
 ``(1 - alpha) * BCE + alpha * W_2^2`` between the groups' score distributions
-(statistical parity, ``--criterion sp``, Eq. 5) or within each label (equality of odds,
+(statistical parity, ``--penalty sp``, Eq. 5) or within each label (equality of odds,
 ``eo``, Eq. 6), at a target ``(--epsilon, --delta)``. Into the output folder
 (:mod:`privot.cli._output`, :meth:`privot.learning.result.LearningResult.save`):
 
@@ -34,9 +34,13 @@ zeros). A feature without either is refused: privot never derives bounds or cate
 from the data. The target is 1 where it equals ``--positive``, else 0. The sensitive
 column must hold exactly the two ``--sensitive-values``.
 
-Steps: ``round(--epochs / --batch-fraction)``, so that each record is drawn about
-``--epochs`` times on average. Default ``--delta``: ``1/n^2``, ``n`` the number of
-training rows (the sum of the public group sizes).
+Steps: ``--steps`` (:func:`~privot.learning.make_private`'s name), or
+``round(--epochs / --batch-fraction)`` so that each record is drawn about ``--epochs``
+times on average (default: 20 epochs). ``--penalty`` is ``make_private``'s name of the
+fairness criterion (the old ``--criterion`` is still accepted, not together with it).
+``--progress``/``--quiet`` mean what they mean on every data command
+(:func:`privot.cli._common.add_progress_arguments`). Default ``--delta``: ``1/n^2``,
+``n`` the number of training rows (the sum of the public group sizes).
 
 Privacy
 -------
@@ -62,13 +66,17 @@ from privot.cli._common import (
     RELEASE_RELATIONS,
     add_ledger_arguments,
     add_output_arguments,
+    add_progress_arguments,
+    add_renamed_argument,
     add_seed_argument,
     add_text_file_arguments,
     ledger_from_args,
     ledger_spender,
     ledger_summary,
     positive_float,
+    progress_from_args,
     rng_from_args,
+    say_from_args,
 )
 from privot.errors import InvalidParameterError
 
@@ -91,6 +99,8 @@ MISSING_NUMERIC = 0.5
 CURVE_POINTS = 20
 #: Bootstrap resamples of the curator metrics.
 BOOTSTRAP = 200
+#: The default length in passes over the data (neither --steps nor --epochs given).
+DEFAULT_EPOCHS = 20.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -124,9 +134,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--categories", default=None, metavar="COL:A|B|C,...",
                    help="public category list of each categorical feature (one-hot; "
                         "another value encodes as all zeros)")
-    p.add_argument("--criterion", choices=_CRITERIA, default="sp",
-                   help="fairness penalty: sp (statistical parity, Eq. 5) or eo "
-                        "(equality of odds, Eq. 6) (default: %(default)s)")
+    # --penalty: make_private's name; --criterion, the old spelling, a hidden alias
+    add_renamed_argument(p, "--penalty", "--criterion", dest="criterion",
+                         choices=_CRITERIA, default="sp",
+                         help="fairness penalty: sp (statistical parity, Eq. 5) or eo "
+                              "(equality of odds, Eq. 6) (default: %(default)s)")
     p.add_argument("--alpha", type=positive_float, default=0.5,
                    help="weight of the Wasserstein penalty, in [0, 1] (default: "
                         "%(default)s)")
@@ -135,10 +147,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--delta", type=positive_float, default=None,
                    help="target delta, in (0, 1) (default: 1/n^2, n = training rows, the "
                         "sum of the public group sizes)")
-    p.add_argument("--epochs", type=positive_float, default=20.0,
-                   help="passes over the data: steps = round(epochs / batch-fraction), "
-                        "so each record is drawn about EPOCHS times (default: "
-                        "%(default)s)")
+    length = p.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=int, default=None, metavar="N",
+                        help="DP-SGD steps (make_private's steps) (default: "
+                             f"round({DEFAULT_EPOCHS:g} / batch-fraction), about "
+                             f"{DEFAULT_EPOCHS:g} passes over the data)")
+    length.add_argument("--epochs", type=positive_float, default=None,
+                        help="or the length in passes over the data: steps = "
+                             "round(EPOCHS / batch-fraction), so each record is drawn "
+                             f"about EPOCHS times (default: {DEFAULT_EPOCHS:g})")
     p.add_argument("--batch-fraction", type=positive_float, default=0.2, metavar="Q",
                    help="batch size over group size, per group, in (0, 1] (default: "
                         "%(default)s, the paper's 1/5)")
@@ -167,12 +184,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--show-metrics", action="store_true",
                    help="also print the curator's metrics (accuracy, DP and EO "
                         "differences; NOT private) on stderr")
-    verbosity = p.add_mutually_exclusive_group()
-    verbosity.add_argument("--progress", action="store_true",
-                           help="show a progress bar on stderr (its loss values are the "
-                                "curator's)")
-    verbosity.add_argument("--quiet", action="store_true",
-                           help="print nothing but errors and warnings")
+    add_progress_arguments(p, bar="a progress bar of the steps (its loss values are "
+                                  "the curator's)")
     add_text_file_arguments(p)
     add_output_arguments(p, "privot-learn")
     add_seed_argument(p)
@@ -363,6 +376,7 @@ def _run(args: argparse.Namespace) -> int:
     from privot._validation import (
         check_delta,
         check_epsilon,
+        check_int,
         check_positive,
         check_probability,
     )
@@ -376,8 +390,14 @@ def _run(args: argparse.Namespace) -> int:
     M = check_positive(args.M, "--M")
     L = check_positive(args.L, "--L")
     lr = check_positive(args.lr, "--lr")
-    epochs = check_positive(args.epochs, "--epochs")
     q = check_probability(args.batch_fraction, "--batch-fraction", open_left=True)
+    if args.steps is not None:  # make_private's steps, given as such
+        steps = check_int(args.steps, "--steps", minimum=1)
+        epochs = steps * q  # the passes over the data they make, as recorded
+    else:
+        epochs = check_positive(DEFAULT_EPOCHS if args.epochs is None else args.epochs,
+                                "--epochs")
+        steps = max(1, round(epochs / q))
     if not (0 <= args.test_fraction < 1) or math.isnan(args.test_fraction):
         raise InvalidParameterError("--test-fraction", args.test_fraction,
                                     "a number in [0, 1)")
@@ -392,7 +412,6 @@ def _run(args: argparse.Namespace) -> int:
     bounds = _parse_bounds(args.bounds)
     categories = _parse_categories(args.categories)
     features = _features(args, bounds, categories)
-    steps = max(1, round(epochs / q))
 
     from privot.cli._output import OutputFolder, capture_data_warnings
     from privot.privacy.events import ApproxEvent
@@ -409,7 +428,7 @@ def _run(args: argparse.Namespace) -> int:
                       "the charge"))
     require("matplotlib.figure", "plot")  # the figures are written after the charge
     rng = rng_from_args(args)
-    say = (lambda *a, **k: None) if args.quiet else print  # noqa: E731
+    say = say_from_args(args)
 
     import numpy as np
 
@@ -500,7 +519,7 @@ def _run(args: argparse.Namespace) -> int:
                                    rng=rng, sensitive_values=tuple(values), accountant=acct)
             seconds["calibration"] = time.perf_counter() - start
             start = time.perf_counter()
-            trainer.train(progress=args.progress and not args.quiet)
+            trainer.train(progress=progress_from_args(args))
             seconds["training"] = time.perf_counter() - start
         model.eval()
         after = {k: scores_of(r) for k, r in groups_.items()}

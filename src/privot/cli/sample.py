@@ -60,17 +60,21 @@ import time
 
 from privot.cli._common import (
     RELEASE_RELATIONS,
+    add_aspect_argument,
     add_engine_arguments,
     add_ledger_arguments,
     add_output_arguments,
     add_point_table_arguments,
+    add_progress_arguments,
     add_seed_argument,
     engine_from_args,
     ledger_from_args,
     ledger_spender,
     ledger_summary,
     positive_float,
+    progress_from_args,
     rng_from_args,
+    say_from_args,
 )
 from privot.cli._output import OutputFolder, capture_data_warnings
 
@@ -118,8 +122,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resolution", type=int, default=20, metavar="DELTA",
                    help="grid side: DELTA x DELTA cells are the input and output points "
                         "(default: %(default)s, the paper's 20 x 20)")
-    p.add_argument("--aspect", choices=("square", "stretch"), default="stretch",
-                   help="cells of a non-square --bounds: stretched (default) or square")
+    add_aspect_argument(p, changed=(
+        "Changed in issue 25: the default was stretch; with a non-square --bounds a "
+        "seeded run now gives other samples (--aspect stretch gives the old grid); a "
+        "square --bounds gives the same grid and samples either way (release.json "
+        "records the aspect)."))
     p.add_argument("--mechanism", choices=_MECHANISMS, default="wpm",
                    help="wpm (exact Wasserstein projection), wpm-entropic (Algorithm 1), "
                         "kpm (KL projection), exp (exponential mechanism), krr "
@@ -144,6 +151,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_point_table_arguments(p)
     add_output_arguments(p, "privot-sample")
     add_seed_argument(p)
+    add_progress_arguments(p, bar="a progress bar of the users")
     add_ledger_arguments(p)
     p.set_defaults(handler=_run)
 
@@ -196,7 +204,8 @@ def _run(args: argparse.Namespace) -> int:
         with ledger_spender(ledger, args, capability="sample",
                             **RELEASE_RELATIONS["sample"], output=out.path) as acct:
             released = sample_population(counts, mechanism, variant=args.variant, rng=rng,
-                                         channel=channel, accountant=acct)
+                                         channel=channel, accountant=acct,
+                                         progress=progress_from_args(args))
         seconds["sample"] = time.perf_counter() - start
 
     # -- publishable (public parameters and the released samples) and curator-only
@@ -208,14 +217,15 @@ def _run(args: argparse.Namespace) -> int:
                             data_warnings=data_warnings)
     out.record(written)
 
-    print(f"privot sample: {released.n_reports} samples released (one per user id), each "
+    say = say_from_args(args)
+    say(f"privot sample: {released.n_reports} samples released (one per user id), each "
           f"epsilon = {epsilon:g} local DP (unit = one user's distribution; mechanism "
           f"{args.mechanism}, {args.variant})"
           + ("" if released.secure else "; SEEDED: not for publication"))
-    print(out.listing())
+    say(out.listing())
     if ledger is not None:
-        print(ledger_summary(ledger))
-    print(f"privot sample: curator only (not private): {counts.n_points} points read, "
+        say(ledger_summary(ledger))
+    say(f"privot sample: curator only (not private): {counts.n_points} points read, "
           f"{counts.n_outside} outside the bounds or unusable, {counts.n_users} users with "
           f"a point inside, {counts.n_users_empty} without (they reported from the public "
           "default input)", file=sys.stderr)

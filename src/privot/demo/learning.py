@@ -227,7 +227,8 @@ def _run(ctx: DemoContext) -> Section:
                                    score_fn=_centered, loss="bce", rng=ctx.rng,
                                    accountant=acct, **kw)
             sigma = trainer.noise_multiplier
-            trainer.train(callback=lambda rec, sched=sched: sched.step())
+            trainer.train(progress=False,
+                          callback=lambda rec, sched=sched: sched.step())
         key = f"private alpha={alpha:g}"
         numbers["seconds"][key] = time.perf_counter() - start
         report = trainer.privacy_report()

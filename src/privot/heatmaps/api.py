@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from privot._progress import progress_bar, show_progress
 from privot._result import ReleaseResult
 from privot._usable import check_usable, coordinate_column, swapped_axes_hint, usable_rows
 from privot._validation import check_epsilon, check_int, check_nonnegative, check_positive
@@ -398,7 +399,8 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
                     method: str = "pyramid", threshold: float = 1.0, lp: str = "compact",
                     accountant: Spender | None = None,
                     rng: np.random.Generator | int | None = None,
-                    max_memory: int | str | None = None) -> HeatmapResult:
+                    max_memory: int | str | None = None,
+                    progress: bool | None = None) -> HeatmapResult:
     r"""A user-level :math:`\varepsilon`-DP heatmap (paper 002) or one of its baselines.
 
     Parameters
@@ -439,6 +441,10 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
         Memory limit (bytes, or ``"16GB"``) for the dense ``Delta x Delta`` arrays; a
         resolution needing more is refused before the data is read
         (:func:`privot.heatmaps.outputs.check_memory`). None: half the machine's RAM.
+    progress : bool, optional
+        A bar of the release's steps on stderr (noise, reconstruction for the pyramid,
+        filter): None (default) only when stderr is a terminal, True/False force it
+        (privot's one rule, :mod:`privot._progress`). It shows nothing of the data.
 
     Returns
     -------
@@ -484,6 +490,7 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
                                     f"the full LP is only allowed up to "
                                     f"{FULL_LP_MAX_RESOLUTION}")
     check_memory(grid.resolution, max_memory=max_memory)  # before the data is read
+    show = show_progress(progress)
     check_spender(accountant)
     ensure_affordable(accountant, eps, f"private_heatmap(method={method!r})")
 
@@ -497,10 +504,14 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
     covered = grid.covered_mask()
     curator = CuratorDiagnostics(n_users=cells.n_users, n_points=cells.n_points,
                                  n_outside=cells.n_outside, n_users_empty=cells.n_users_empty)
+    bar = progress_bar(show, total=3 if method == "pyramid" else 2,
+                       desc=f"private heatmap ({method})", unit="step")
     if method == "pyramid":
         meas = measure(cells, epsilon=eps, w=w, gamma=gamma, accountant=accountant, rng=rng)
+        bar.update()
         t2 = time.perf_counter()
         rec = reconstruct(meas, lp=lp, covered=covered)
+        bar.update()
         t3 = time.perf_counter()
         seconds.update(measure=t2 - t1, reconstruct=t3 - t2)
         release = HeatmapRelease(
@@ -520,6 +531,7 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
         else:
             base = threshold_baseline(cells, epsilon=eps, top_percent=top,
                                       accountant=accountant, rng=rng, covered=covered)
+        bar.update()
         t3 = time.perf_counter()
         seconds.update(noise=t3 - t1)
         ell = grid.levels
@@ -533,6 +545,8 @@ def private_heatmap(data: Any = None, *, grid: Grid, epsilon: float, user: Any =
                                          fallback_uniform=base.fallback_uniform,
                                          n_cells_positive=base.n_kept, baseline=base)
     heat = gaussian_heatmap(distribution, sigma=sig)
+    bar.update()
+    bar.close()
     t4 = time.perf_counter()
     seconds.update(render=t4 - t3, total=t4 - t0)
     return HeatmapResult(distribution=distribution, heatmap=heat, estimate=estimate,

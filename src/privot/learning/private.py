@@ -443,30 +443,33 @@ class PrivateWassersteinTrainer:
         self.history.append(rec)
         return rec
 
-    def train(self, *, progress: bool = False,
+    def train(self, *, progress: bool | None = None,
               callback: Callable[[StepRecord], None] | None = None) -> list[StepRecord]:
         """Run the remaining steps (``steps - steps_taken``).
 
         Parameters
         ----------
-        progress : bool, default False
-            Show a tqdm bar (loss values in it are the curator's).
+        progress : bool, optional
+            A tqdm bar of the steps on stderr (loss values in it are the curator's):
+            None (default) only when stderr is a terminal, True/False force it
+            (privot's one rule, :mod:`privot._progress`).
         callback : callable, optional
             Called with each :class:`StepRecord`.
         """
-        remaining = range(self.steps - self.steps_taken)
-        if progress:
-            from tqdm.auto import tqdm
+        from privot._progress import progress_bar, show_progress
 
-            remaining = tqdm(remaining, desc="private training", unit="step")
+        remaining = self.steps - self.steps_taken
+        bar = progress_bar(show_progress(progress), total=remaining,
+                           desc="private training", unit="step")
         out = []
-        for _ in remaining:
+        for _ in range(remaining):
             rec = self.step()
             out.append(rec)
             if callback is not None:
                 callback(rec)
-            if progress:
-                remaining.set_postfix(loss=f"{rec.loss:.4g}")
+            bar.update()
+            bar.set_postfix_str(f"loss={rec.loss:.4g}")
+        bar.close()
         return out
 
     def __repr__(self) -> str:

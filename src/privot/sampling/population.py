@@ -114,6 +114,7 @@ from typing import Any
 
 import numpy as np
 
+from privot._progress import progress_bar, show_progress
 from privot._result import (
     CURATOR_PREFIX,
     CURATOR_REPORT,
@@ -612,7 +613,8 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
                       accountant: Spender | None = None,
                       batch_size: int | None = None,
                       channel: object | None = None,
-                      bits: int = DEFAULT_BITS) -> PopulationSample:
+                      bits: int = DEFAULT_BITS,
+                      progress: bool | None = None) -> PopulationSample:
     r"""One :math:`\varepsilon`-LDP report per user of a whole table.
 
     Every user of the user list reports exactly once: the users with a distribution
@@ -654,6 +656,10 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
         mechanism's base measure before use.
     bits : int, default 61
         Grid exponent of the integer laws, in ``[1, 61]``.
+    progress : bool, optional
+        A progress bar of the users on stderr: None (default) only when stderr is a
+        terminal, True/False force it (privot's one rule, :mod:`privot._progress`). It
+        counts the public user list only and draws nothing.
 
     Returns
     -------
@@ -694,6 +700,7 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
         raise InvalidParameterError("mechanism", type(mechanism).__name__,
                                     "a privot.sampling.SamplingMechanism")
     b = check_int(bits, "bits", minimum=1, maximum=MAX_BITS)
+    show = show_progress(progress)
     if accountant is not None and not hasattr(accountant, "spend"):
         raise InvalidParameterError("accountant", accountant,
                                     "None or an object with spend() (a PrivacyAccountant)")
@@ -726,12 +733,14 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
                                  "k": k, "k_v": k_v, "bits": b, "users": n,
                                  "default_input": DEFAULT_INPUT})
     out = np.empty(n, dtype=np.int64)
+    bar = progress_bar(show, total=n, desc=f"LDP samples ({variant})", unit="user")
     t2 = time.perf_counter()
     if variant == "linear":
         own = _draw_own_cells(src, indptr, cells, cnt, sizes, row, k)
         for start in range(0, n, batch):
             stop = min(n, start + batch)
             out[start:stop] = draw_index(weights[own[start:stop]], b, rng=src)
+            bar.update(stop - start)
         seconds["draw"] = time.perf_counter() - t2
     else:
         privatize = 0.0
@@ -745,8 +754,10 @@ def sample_population(counts: Any, mechanism: SamplingMechanism, *,
                                  rng=src, bits=b)
             out[start:stop] = got.indices
             shift = max(shift, got.max_shift)
+            bar.update(stop - start)
         seconds["privatize"] = privatize
         seconds["draw"] = time.perf_counter() - t2 - privatize
+    bar.close()
     seconds["total"] = time.perf_counter() - t0
 
     def _opt(name: str) -> int | None:
