@@ -821,11 +821,21 @@ class Ledger:
 
         See :func:`split_budget` for the largest equal or weighted epsilons that fit.
         """
+        return self._plan_from(self._read_state(), events, unit=unit, relation=relation,
+                               convert=convert)
+
+    def _read_state(self) -> dict[str, Any]:
+        """The running sums, read now (outside any write transaction)."""
         con = self._connect(self._path)
         try:
-            state = self._state(con)
+            return self._state(con)
         finally:
             con.close()
+
+    def _plan_from(self, state: dict[str, Any], events: list[PrivacyEvent | PrivacyCost], *,
+                   unit: str | None, relation: object, convert: bool
+                   ) -> list[ChargePreview]:
+        """:meth:`plan` from the running sums ``state`` (read once by the caller)."""
         out = []
         for raw in events:
             ev = event_for_cost(raw, "plan") if isinstance(raw, PrivacyCost) else raw
@@ -1238,15 +1248,19 @@ def split_budget(ledger: Ledger, weights: list[float], *, delta_each: float = 0.
         return [PureEvent(scale * x, "planned") if dlt == 0
                 else ApproxEvent(scale * x, dlt, "planned") for x in w]
 
+    state = ledger._read_state()  # noqa: SLF001 -- one read for the whole bisection
+
+    def plan(scale: float) -> list[ChargePreview]:
+        return ledger._plan_from(state, events(scale), unit=unit,  # noqa: SLF001
+                                 relation=relation, convert=convert)
+
     def fits(scale: float) -> bool:
-        return all(p.accepted for p in ledger.plan(events(scale), unit=unit,
-                                                   relation=relation, convert=convert))
+        return all(p.accepted for p in plan(scale))
 
     hi = ledger.total[0] / min(w)  # no single release can pass the total
     lo = hi * 1e-9  # far above the ledger's relative tolerance (1e-12)
     if not fits(lo):
-        why = ledger.plan(events(lo), unit=unit, relation=relation, convert=convert)
-        reason = next(p.reason for p in why if not p.accepted)
+        reason = next(p.reason for p in plan(lo) if not p.accepted)
         raise BudgetExceededError(f"ledger {ledger.name!r} cannot take {len(w)} more "
                                   f"release(s) of any epsilon: {reason}")
     if fits(hi):
@@ -1257,8 +1271,7 @@ def split_budget(ledger: Ledger, weights: list[float], *, delta_each: float = 0.
             lo = mid
         else:
             hi = mid
-    return [lo * x for x in w], ledger.plan(events(lo), unit=unit, relation=relation,
-                                            convert=convert)
+    return [lo * x for x in w], plan(lo)
 
 
 def _add_note(exc: BaseException, note: str) -> None:
