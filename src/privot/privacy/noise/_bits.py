@@ -92,17 +92,7 @@ class BitSource:
         lo, hi = int(h.min()), int(h.max())
         if lo == hi:
             return self._uniform_scalar(lo, h.size).reshape(h.shape)
-        h = h.ravel()
-        width = _word_width(hi)
-        top = _accept_top(h, width)
-        out = np.empty(h.size, dtype=np.int64)
-        sel = np.arange(h.size)
-        while sel.size:
-            r = self._draw(sel.size, width)
-            ok = r <= top[sel]
-            out[sel[ok]] = r[ok] % h[sel[ok]]
-            sel = sel[~ok]
-        return out.reshape(np.shape(high))
+        return self._reject(h.ravel(), h.size, _word_width(hi)).reshape(np.shape(high))
 
     def _draw(self, m: int, width: int) -> np.ndarray:
         """``m`` uniform ``width``-bit words (``width`` in {16, 32, 63}) as int64."""
@@ -117,21 +107,27 @@ class BitSource:
             return np.zeros(n, dtype=np.int64)
         if h & (h - 1) == 0:  # a power of two: plain bits, no rejection
             return self.bits(n, h.bit_length() - 1)
-        width = _word_width(h)
+        return self._reject(h, n, _word_width(h))
+
+    def _reject(self, h: np.ndarray | int, n: int, width: int) -> np.ndarray:
+        """``n`` uniform integers below ``h`` (an int, or an ``(n,)`` int64 array) by
+        rejection from ``width``-bit words: the one loop of both forms of
+        :meth:`uniform_below`."""
         top = _accept_top(h, width)
-        out = np.empty(n, dtype=np.int64)
+        each = np.ndim(h) > 0  # a bound (and a threshold) per draw
         r = self._draw(n, width)
         ok = r <= top
         if ok.all():
-            np.remainder(r, h, out=out)
-            return out
-        out[ok] = r[ok] % h
-        sel = np.flatnonzero(~ok)
+            return r % h
+        out = np.empty(n, dtype=np.int64)
+        sel = np.arange(n)
         while sel.size:
-            r = self._draw(sel.size, width)
-            ok = r <= top
-            out[sel[ok]] = r[ok] % h
+            keep = sel[ok]
+            out[keep] = r[ok] % (h[keep] if each else h)
             sel = sel[~ok]
+            if sel.size:
+                r = self._draw(sel.size, width)
+                ok = r <= (top[sel] if each else top)
         return out
 
 
