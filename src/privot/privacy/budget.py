@@ -30,7 +30,7 @@ from privot._validation import (
 )
 from privot.errors import BudgetExceededError, InvalidParameterError
 from privot.privacy.accounting import gdp_compose, gdp_to_epsilon
-from privot.privacy.types import Neighbouring, PrivacyCost
+from privot.privacy.types import Neighbouring, PrivacyCost, check_spender
 
 __all__ = ["BudgetAmount", "LedgerEntry", "PrivacyAccountant", "RELATIVE_TOLERANCE",
            "COMPOSITIONS", "TaggedSpender", "check_spender", "ensure_affordable"]
@@ -503,13 +503,6 @@ class TaggedSpender:
         merged = {**self._tags, **dict(params or {})}
         return self._accountant.spend(cost, mechanism=mechanism, relation=relation,
                                       params=merged)
-
-
-def check_spender(accountant: object) -> None:
-    """Refuse an ``accountant=`` argument that cannot be charged."""
-    if accountant is not None and not hasattr(accountant, "spend"):
-        raise InvalidParameterError("accountant", accountant,
-                                    "None or an object with spend() (a PrivacyAccountant)")
 
 
 def ensure_affordable(accountant: Any, total: float, what: str) -> None:

@@ -27,6 +27,18 @@ Mechanisms
   :func:`~privot.privacy.noise.bernoulli_exp_parts`.
 * :func:`gaussian_sigma` -- the calibration alone, as a pure function.
 
+The noise layer
+---------------
+Releases whose calibration and charge are made elsewhere, by an accountant that
+composes many draws (DP-SGD's Renyi/PLD accounting, the subspace barycenter's composed
+Gaussian steps), still draw here, so that this module is the one place a release's
+randomness comes from:
+
+* :func:`add_gaussian_noise` -- values plus float-attack-safe Gaussian noise of a
+  given ``sigma`` (the caller has calibrated and charged it).
+* :func:`secret_uniform_integers` -- uniform integers whose secrecy the privacy claim
+  rests on without being noise: secret shares, shuffle keys, subsampling keys.
+
 The derivations are in ``docs/privacy/laplace.md``, ``docs/privacy/gaussian.md``,
 ``docs/privacy/discrete.md`` and ``docs/privacy/exponential.md``.
 """
@@ -50,15 +62,17 @@ from privot._validation import (
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.privacy import noise
 from privot.privacy.accounting import gdp_mu_for
-from privot.privacy.types import Neighbouring, PrivacyCost, Release, Spender
+from privot.privacy.types import Neighbouring, PrivacyCost, Release, Spender, check_spender
 
 __all__ = [
     "GAUSSIAN_CALIBRATIONS",
+    "add_gaussian_noise",
     "discrete_laplace_mechanism",
     "exponential_mechanism",
     "gaussian_mechanism",
     "gaussian_sigma",
     "laplace_mechanism",
+    "secret_uniform_integers",
 ]
 
 GAUSSIAN_CALIBRATIONS = ("analytic", "classic")
@@ -85,11 +99,9 @@ def _relation(relation: object) -> Neighbouring:
 def _charge(accountant: Spender | None, cost: PrivacyCost, mechanism: str,
             relation: Neighbouring, params: Mapping[str, Any]) -> None:
     """Charge the accountant first; it raises BudgetExceededError before any noise."""
+    check_spender(accountant)
     if accountant is None:
         return
-    if not hasattr(accountant, "spend"):
-        raise InvalidParameterError("accountant", accountant,
-                                    "None or an object with spend() (a PrivacyAccountant)")
     accountant.spend(cost, mechanism=mechanism, relation=relation, params=dict(params))
 
 
@@ -489,3 +501,59 @@ def exponential_mechanism(scores: np.ndarray, *, sensitivity: float, epsilon: fl
             break
     return Release(value=index, cost=cost, mechanism="exponential", relation=rel,
                    sensitivity=sens, secure=secure, params=params)
+
+
+# ---------------------------------------------------------------------------------------
+# The noise layer for releases calibrated and charged by a composing accountant
+# ---------------------------------------------------------------------------------------
+
+
+def add_gaussian_noise(values: float | np.ndarray, *, sigma: float | np.ndarray,
+                       rng: np.random.Generator | noise.BitSource | None = None,
+                       grid_exponent: int | None = None) -> np.ndarray:
+    r"""``values`` plus Gaussian noise of standard deviation ``sigma``, on a dyadic grid.
+
+    .. math:: \tilde x = 2^{-k}\bigl(\mathrm{round}(2^k x) + N\bigr),\qquad
+              N\sim\mathcal{N}_\mathbb{Z}(0, (\sigma 2^k)^2)
+
+    The caller has calibrated ``sigma`` (including the rounding's extra sensitivity of
+    one grid step) and charged its accountant: DP-SGD's noisy gradient sum
+    (``docs/privacy/learning.md``) and the subspace barycenter's Gaussian steps
+    (``docs/privacy/barycenters.md``) compose many draws and account for them
+    together. Use :func:`gaussian_mechanism` for a single release.
+
+    Parameters
+    ----------
+    values : float or ndarray, shape (...)
+        The exact values.
+    sigma : float or ndarray broadcastable to ``values``
+        Noise standard deviation (> 0).
+    rng : None, numpy Generator or BitSource
+        ``None`` reads the OS CSPRNG (publishable); a seeded generator is for tests.
+    grid_exponent : int, optional
+        ``k`` of the release grid :math:`2^{-k}\mathbb Z`; by default chosen from
+        ``sigma`` (:func:`privot.privacy.noise.secure_gaussian`).
+
+    Returns
+    -------
+    ndarray, shape of ``values``
+    """
+    return noise.secure_gaussian(values, sigma, rng=rng, grid_exponent=grid_exponent)
+
+
+def secret_uniform_integers(high: int | np.ndarray,
+                            size: int | tuple[int, ...] | None = None, *,
+                            rng: np.random.Generator | noise.BitSource | None = None
+                            ) -> np.ndarray | int:
+    """Exactly uniform integers on ``{0, ..., high - 1}`` that must stay secret.
+
+    Not noise, but randomness a privacy claim rests on: the additive shares of the
+    shuffle-model heatmap (paper 002, Sec. 5), the keys of a uniform random shuffle and
+    the keys of Poisson subsampling in DP-SGD. Drawn by rejection from the OS CSPRNG
+    (or the given ``rng``) with :func:`privot.privacy.noise.uniform_integers`.
+
+    Returns
+    -------
+    int or ndarray of int64, shape ``size``
+    """
+    return noise.uniform_integers(high, size=size, rng=rng)

@@ -15,7 +15,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from privot._validation import check_delta, check_epsilon, check_positive
 from privot.errors import InvalidParameterError
 
-__all__ = ["Neighbouring", "PrivacyCost", "Release", "Spender"]
+__all__ = ["Neighbouring", "PrivacyCost", "Release", "Spender", "check_spender"]
 
 T = TypeVar("T")
 
@@ -130,3 +130,15 @@ class Spender(Protocol):
         """Record ``cost`` or raise :class:`~privot.errors.BudgetExceededError`
         *before* anything is released."""
         ...
+
+
+def check_spender(accountant: object) -> None:
+    """Refuse an ``accountant=`` argument that cannot be charged (the one accountant check).
+
+    ``None`` (nothing is charged) or any object with a ``spend`` method (a
+    :class:`~privot.privacy.budget.PrivacyAccountant`, a ledger's spender) is allowed;
+    every release path calls this before it reads data or draws noise.
+    """
+    if accountant is not None and not callable(getattr(accountant, "spend", None)):
+        raise InvalidParameterError("accountant", accountant,
+                                    "None or an object with spend() (a PrivacyAccountant)")

@@ -119,6 +119,7 @@ from privot.privacy.noise._exact import _geometric_table as _geometric_table
 from privot.privacy.noise._exact import _LazyUniform as _LazyUniform
 from privot.privacy.noise._exact import _ratio_bounds as _ratio_bounds
 from privot.privacy.noise._exact import _Table as _Table
+from privot.privacy.noise._exact import exp_neg_bounds
 from privot.privacy.noise._gaussian import _gauss_tables as _gauss_tables
 from privot.privacy.noise._gaussian import discrete_gaussian
 from privot.privacy.noise._grid import (
@@ -136,6 +137,7 @@ __all__ = [
     "BitSource",
     "RNG_RULE",
     "check_rng",
+    "exp_neg_bounds",
     "resolve_rng",
     "uniform_integers",
     "bernoulli",

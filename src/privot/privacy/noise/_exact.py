@@ -80,6 +80,16 @@ def _exp_neg(num: int, den: int, prec: int) -> tuple[int, int]:
     return lo >> sh, -((-hi) >> sh)
 
 
+
+def exp_neg_bounds(num: int, den: int, prec: int) -> tuple[int, int]:
+    r"""Certified integer bounds ``lo <= 2**prec * exp(-num/den) <= hi`` (``hi - lo <= 2``).
+
+    The enclosure every exact sampler here compares lazily read uniform bits against
+    (public for samplers built elsewhere on :class:`BitSource`, e.g. the device WPM
+    sampler). ``num >= 0``, ``den >= 1``, ``prec >= 0`` Python integers.
+    """
+    return _exp_neg(num, den, prec)
+
 def _ratio_bounds(num: int, den: int, prec: int) -> tuple[int, int]:
     """Exact ``floor`` and ``ceil`` of ``2**prec * num / den``."""
     q, r = divmod(num << prec, den)
