@@ -162,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
     from privot._validation import check_epsilon, check_int
     from privot.grid import Grid
     from privot.privacy.events import PureEvent
-    from privot.sampling import make_mechanism, user_cell_counts
+    from privot.sampling import SampleParams, make_mechanism, user_cell_counts
     from privot.sampling.population import sample_population
 
     epsilon = check_epsilon(args.epsilon, "--epsilon")
@@ -200,11 +200,11 @@ def _run(args: argparse.Namespace) -> int:
         # the linear variant's public channel (k projections): computed once, recorded in
         # the sample for the server's estimate
         channel = mechanism.channel() if args.variant == "linear" else None
+        params = SampleParams(mechanism=mechanism, variant=args.variant, channel=channel)
         # with a ledger: charged once, before anything is drawn
         with ledger_spender(ledger, args, capability="sample",
                             **RELEASE_RELATIONS["sample"], output=out.path) as acct:
-            released = sample_population(counts, mechanism, variant=args.variant, rng=rng,
-                                         channel=channel, accountant=acct,
+            released = sample_population(counts, params, rng=rng, accountant=acct,
                                          progress=progress_from_args(args))
         seconds["sample"] = time.perf_counter() - start
 

@@ -46,20 +46,19 @@ def _mechanism(name: str, points: np.ndarray, epsilon: float) -> Any:
     return make_mechanism(name, points=points, epsilon=epsilon)
 
 
-def _w1(mu: np.ndarray, nu: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """Exact W1 row by row (POT's network simplex)."""
-    import ot
-
-    return np.array([ot.emd2(a, b, cost) for a, b in zip(mu, nu, strict=True)])
-
-
 def run(ctx: DemoContext) -> Section:
     """Per-storm utility of every mechanism, and the population estimate."""
     from privot.demo.heatmaps import STORM_BOUNDS, storm_tracks
+    from privot.evaluation.sampling import per_user_w_p, population_w_p
     from privot.grid import Grid
-    from privot.sampling import cost_matrix, make_mechanism
+    from privot.sampling import (
+        SampleParams,
+        cost_matrix,
+        estimate_population,
+        make_mechanism,
+        sample_population,
+    )
     from privot.sampling.engine_step import user_cell_counts_in_memory
-    from privot.sampling.population import estimate_population, sample_population
 
     users, lon, lat = storm_tracks()
     side = 8 if ctx.quick else 12
@@ -84,7 +83,7 @@ def run(ctx: DemoContext) -> Section:
             if name.startswith("wpm"):  # Thm 3.5: the exact worst case over all inputs
                 numbers.setdefault("worst_case_w1", {})[f"{name} eps={eps:g}"] = (
                     mech.worst_case_cost())
-            w = _w1(mu, nu, cost)
+            w = per_user_w_p(mu, nu, cost)  # exact W1 per storm (curator-only)
             utility[name].append(float(w.mean()))
             numbers["w1_per_user"][f"{name} eps={eps:g}"] = {
                 "mean": float(w.mean()), "se": float(w.std(ddof=1) / np.sqrt(w.size))}
@@ -98,18 +97,17 @@ def run(ctx: DemoContext) -> Section:
     ledger = ctx.ledger("storms")
     with ledger.accountant(capability="sample", unit="user", relation="local",
                            convert=True, output=str(ctx.output), pending=True) as acct:
-        sample_linear = sample_population(counts, wpm, variant="linear", rng=ctx.rng,
-                                          channel=channel, accountant=acct)
+        linear = SampleParams(mechanism=wpm, variant="linear", channel=channel)
+        sample_linear = sample_population(counts, linear, rng=ctx.rng, accountant=acct)
     est_linear = estimate_population(sample_linear, wpm, channel=channel)
     krr = make_mechanism("krr", points=points, epsilon=eps)
     with ledger.accountant(capability="sample", unit="user", relation="local",
                            convert=True, output=str(ctx.output), pending=True) as acct:
-        sample_krr = sample_population(counts, krr, rng=ctx.rng, accountant=acct)
+        sample_krr = sample_population(counts, SampleParams(mechanism=krr), rng=ctx.rng,
+                                       accountant=acct)
     est_krr = estimate_population(sample_krr, krr)
-    import ot
-
     for label, est in (("WPM linear + EM", est_linear), ("k-RR debiased", est_krr)):
-        numbers["population_w1"][label] = float(ot.emd2(population, est, cost))
+        numbers["population_w1"][label] = population_w_p(population, est, cost)
 
     fig, axes = new_figure(1, 4, figsize=(16, 3.8))
     ax = axes[0, 0]

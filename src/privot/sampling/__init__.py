@@ -20,9 +20,14 @@ Modules (each with one job):
 * :mod:`~privot.sampling.cost` -- cost matrices from public points;
 * :mod:`~privot.sampling.engine_step` -- each user's distribution over a public grid, on
   DuckDB or Spark;
+* :mod:`~privot.sampling.params` -- :class:`SampleParams`, the public choices of a
+  population sample (mechanism, variant, batch size, channel, bits);
 * :mod:`~privot.sampling.population` -- one report per user of a whole table (direct or
-  linear variant) and the server's estimators (EM through the public channel);
-  :class:`PopulationSample` has ``save`` (the files of ``privot sample``) and ``plot``;
+  linear variant), :func:`sample_population`;
+* :mod:`~privot.sampling.result` -- :class:`PopulationSample`, its result, with ``save``
+  (the files of ``privot sample``) and ``plot``;
+* :mod:`~privot.sampling.estimators` -- the server's estimators (EM through the public
+  channel, the histogram), post-processing of the released reports;
 * :mod:`~privot.sampling.plot` -- the picture ``sample.png``.
 """
 
@@ -46,6 +51,7 @@ from privot.sampling.mechanism import (
     WassersteinProjection,
     make_mechanism,
 )
+from privot.sampling.params import SampleParams
 from privot.sampling.plot import plot_population_sample
 from privot.sampling.polytope import in_polytope, kl_projection, polytope_bounds
 from privot.sampling.population import (
@@ -68,6 +74,7 @@ __all__ = [
     "KLProjection",
     "PopulationSample",
     "RandomizedResponse",
+    "SampleParams",
     "SamplingMechanism",
     "UserCellCounts",
     "WassersteinProjection",

@@ -34,7 +34,9 @@ from privot._validation import check_epsilon, check_finite_array, check_positive
 from privot.errors import InvalidDataError, InvalidParameterError
 
 __all__ = [
+    "CHANNEL_ATOL",
     "MU_ATOL",
+    "check_channel",
     "check_distributions",
     "check_cost",
     "check_base_measure",
@@ -45,6 +47,8 @@ __all__ = [
 
 #: Tolerance on ``|sum(mu) - 1|`` for an input distribution (per row).
 MU_ATOL = 1e-9
+#: Tolerance on the rows of a given channel (the release snaps them anyway).
+CHANNEL_ATOL = 1e-6
 
 
 def check_distributions(mu: object, name: str = "mu", *, k: int | None = None
@@ -144,3 +148,16 @@ def check_order(p: object, name: str = "p") -> float:
 def check_regularization(lam: object, name: str = "lam") -> float:
     """The entropic regularisation ``lambda > 0``."""
     return check_positive(lam, name)
+
+
+def check_channel(channel: object, k: int, k_v: int, name: str = "channel") -> np.ndarray:
+    r"""A ``(k, k_v)`` channel, row ``i`` the law :math:`M[\delta_i]`: finite, entries
+    ``>= -CHANNEL_ATOL``, rows summing to ``1 +- CHANNEL_ATOL``; as a float array."""
+    ch = check_finite_array(channel, name, ndim=2)
+    if ch.shape != (k, k_v):
+        raise InvalidParameterError(name, f"<array of shape {ch.shape}>",
+                                    f"a (k, k_v) = ({k}, {k_v}) array, row i = M[delta_i]")
+    if np.any(ch < -CHANNEL_ATOL) or np.any(np.abs(ch.sum(axis=1) - 1.0) > CHANNEL_ATOL):
+        raise InvalidParameterError(name, "<rows that are not distributions>",
+                                    f"non-negative rows summing to 1 (within {CHANNEL_ATOL:g})")
+    return ch

@@ -15,8 +15,8 @@ This module closes the gap:
    with :math:`L_j \ge 2^b e^{-\varepsilon/2} m_j` and
    :math:`U_j \le 2^b e^{\varepsilon/2} m_j`, **certified** in exact integer
    arithmetic (``m_j`` is a float, an exact dyadic rational; :math:`e^{\pm\varepsilon/2}`
-   is enclosed by ``privot.privacy.noise._exp_neg`` (certified), rounded to the safe
-   side);
+   is enclosed by :func:`privot.privacy.noise.exp_neg_bounds` (certified), rounded to
+   the safe side);
 2. :func:`snap_to_polytope` rounds ``nu`` to integer weights ``w_j`` on the grid
    :math:`2^{-b}\mathbb{Z}`, clips them into ``[L_j, U_j]`` and repairs the total to
    exactly :math:`2^b` by a deterministic rule; a function of ``nu`` alone, so it is
@@ -61,8 +61,8 @@ from privot.errors import (
     InvalidParameterError,
     PolytopeViolationError,
 )
-from privot.privacy.noise import BitSource, _exp_neg, check_rng, resolve_rng
-from privot.privacy.types import Neighbouring, PrivacyCost, Spender
+from privot.privacy.noise import BitSource, check_rng, exp_neg_bounds, resolve_rng
+from privot.privacy.types import Neighbouring, PrivacyCost, Spender, check_spender
 
 __all__ = [
     "DEFAULT_BITS",
@@ -115,7 +115,7 @@ def _exp_half_eps_upper(eps: float, prec: int) -> int:
     the same grid bounds; it keeps the exact arithmetic small).
     """
     half = min(Fraction(eps) / 2, _HALF_EPS_CAP)  # eps is a float: an exact dyadic rational
-    _, hi = _exp_neg(half.numerator, half.denominator, prec)
+    _, hi = exp_neg_bounds(half.numerator, half.denominator, prec)
     return max(int(hi), 1)
 
 
@@ -125,7 +125,7 @@ def _exp_bounds(x: Fraction, prec: int) -> tuple[Fraction, Fraction]:
         return Fraction(1), Fraction(1)
     a = abs(x)
     p = prec + 2 + math.ceil(float(a) * 1.5)
-    lo, hi = _exp_neg(a.numerator, a.denominator, p)
+    lo, hi = exp_neg_bounds(a.numerator, a.denominator, p)
     if x < 0:
         return Fraction(lo, 1 << p), Fraction(hi, 1 << p)
     return Fraction(1 << p, max(hi, 1)), (Fraction(1 << p, lo) if lo else Fraction(math.inf))
@@ -541,7 +541,7 @@ def draw_index(weights: np.ndarray, total_bits: int, *,
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DeviceSample:
     """One sample per user, drawn exactly from weights certified in the polytope.
 
@@ -569,6 +569,12 @@ class DeviceSample:
     secure: bool
     bits: int
     max_shift: float
+
+    def __repr__(self) -> str:
+        """One line: how many samples, the guarantee, the grid; no indices."""
+        return (f"DeviceSample({int(np.size(self.indices))} samples, "
+                f"epsilon={self.cost.epsilon:g} LDP, bits={self.bits}"
+                + ("" if self.secure else ", SEEDED") + ")")
 
 
 def private_sample(nu: object, *, base_measure: object, epsilon: float,
@@ -611,14 +617,12 @@ def private_sample(nu: object, *, base_measure: object, epsilon: float,
     ``docs/privacy/sampling_device.md``.
     """
     rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
+    check_spender(accountant)
     eps = check_epsilon(epsilon)
     poly = grid_polytope(base_measure, epsilon=eps, bits=bits)
     rows = _check_nu(nu, poly.k_v)
     cost = PrivacyCost(eps)
-    if accountant is not None:
-        if not hasattr(accountant, "spend"):
-            raise InvalidParameterError("accountant", accountant,
-                                        "None or an object with spend() (a PrivacyAccountant)")
+    if accountant is not None:  # once, before anything is drawn
         accountant.spend(cost, mechanism="ldp-sample", relation=Neighbouring.LOCAL,
                          params={"bits": poly.bits, "k_v": poly.k_v, "users": rows.shape[0]})
     src, secure = resolve_rng(rng)

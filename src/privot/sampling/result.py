@@ -1,0 +1,382 @@
+r"""The result of a population sample: :class:`PopulationSample` (paper 003 at scale).
+
+:func:`~privot.sampling.population.sample_population` returns one; it holds the
+curator-side reports (one output index per user of the public user list) and the public
+parameters, says what may be published and writes the files of ``privot sample``. The
+server's estimate from the released histogram is :meth:`PopulationSample.estimate`
+(:mod:`privot.sampling.estimators`).
+
+Publishable output
+------------------
+What the server sees, and what :meth:`PopulationSample.release_dict` and
+:meth:`PopulationSample.counts_per_output` (equivalently :meth:`PopulationSample.released`,
+the sorted multiset) carry, is the **multiset of released indices, without user ids**,
+plus the public parameters (mechanism, epsilon, grid of ``k`` input and ``k_v`` output
+points) and the number of reports. Each report is eps-LDP on its own, so attaching ids
+would not break the guarantee; but ids are curator data, and no estimator here needs
+them. :attr:`PopulationSample.indices` (aligned with :attr:`PopulationSample.user_ids`),
+the counts read and dropped, the snapping shift and the timings are **curator-only**
+(:meth:`PopulationSample.curator_report`).
+
+Files and figures
+-----------------
+:meth:`PopulationSample.save` writes what ``privot sample`` writes (the CLI calls it:
+one code path): publishable :data:`PUBLISHABLE_FILES` (``samples.csv``: the released
+cells' centres, sorted, no user ids; ``base_measure.csv``; ``estimate.csv``;
+``sample.png``; ``release.json``) and, unless ``curator=False``, the curator-only
+:data:`CURATOR_FILES` (``curator-samples.csv``: the samples with user ids;
+``curator-report.json``). :meth:`PopulationSample.plot` draws ``sample.png``
+(:mod:`privot.sampling.plot`). Both need the public grid the counts were made on
+(recorded from ``counts.grid``) with one output point per cell.
+
+Privacy
+-------
+No release here: the object carries a release made by
+:func:`~privot.sampling.population.sample_population` (pure eps-LDP per user, one report
+each, relation local; ``docs/privacy/sampling.md``). Its publishable methods read the
+released multiset and public parameters only; the estimate is post-processing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privot._result import (
+    CURATOR_PREFIX,
+    CURATOR_REPORT,
+    ReleaseResult,
+    write_curator_report,
+    write_release,
+)
+from privot.errors import InvalidParameterError
+from privot.privacy.types import Neighbouring, PrivacyCost
+from privot.sampling.baselines import krr_estimate
+from privot.sampling.estimators import estimate_direct, estimate_linear
+
+__all__ = [
+    "CURATOR_FILES",
+    "DEFAULT_INPUT",
+    "PUBLISHABLE_FILES",
+    "PopulationDiagnostics",
+    "PopulationSample",
+]
+
+#: The public input of a listed user with no usable point inside the bounds
+#: (:mod:`privot.sampling.population`, *Who reports*).
+DEFAULT_INPUT = "uniform over the k input points"
+#: Every publishable file :meth:`PopulationSample.save` writes (``sample.png`` with
+#: ``png=True``).
+PUBLISHABLE_FILES = ("samples.csv", "base_measure.csv", "estimate.csv", "sample.png",
+                     "release.json")
+#: The curator-only files (user ids, exact counts, timings: never publish).
+CURATOR_FILES = (CURATOR_PREFIX + "samples.csv", CURATOR_REPORT)
+
+
+@dataclass(frozen=True)
+class PopulationDiagnostics:
+    """**Curator-only** (not differentially private; never publish with the release).
+
+    Attributes
+    ----------
+    n_users : int
+        Listed users (the reports).
+    n_points, n_outside, n_users_empty : int or None
+        From the engine step (rows read, rows dropped, user ids with no row inside);
+        None when ``counts`` did not carry them.
+    n_users_default : int
+        Listed users without a usable point inside the bounds, who reported from the
+        public default input :data:`DEFAULT_INPUT`.
+    max_shift : float
+        Largest L1 distance between a float law and its snapped integer law (direct:
+        the users' ``nu``; linear: the channel rows, a public quantity).
+    seconds : mapping str -> float
+        Wall time per stage (``privatize`` or ``channel``, ``draw``, ``total``).
+    """
+
+    n_users: int
+    n_points: int | None
+    n_outside: int | None
+    n_users_empty: int | None
+    max_shift: float
+    seconds: Mapping[str, float] = field(default_factory=dict)
+    n_users_default: int = 0
+
+
+@dataclass(frozen=True, repr=False)
+class PopulationSample(ReleaseResult):
+    """One eps-LDP report per user of the user list.
+
+    Attributes
+    ----------
+    indices : (n_users,) int64 array
+        **Curator-side**: the output index of each user, aligned with :attr:`user_ids`.
+        What is published is their multiset (:meth:`counts_per_output`).
+    user_ids : (n_users,) array
+        **Curator-side**: the user list, ``counts.user_ids`` and
+        ``counts.empty_user_ids`` (sorted by id), one report each.
+    variant : {"direct", "linear"}
+    mechanism : mapping
+        The mechanism's public description (:meth:`SamplingMechanism.release_dict`).
+    epsilon : float
+        Per user, pure LDP.
+    k, k_v : int
+        Input and output points.
+    cost : PrivacyCost
+    relation : Neighbouring
+        ``LOCAL``.
+    secure : bool
+        False when a seeded generator was used: reproducible, **not fit for publication**.
+    bits : int
+        Grid exponent of the integer laws (``w / 2**bits``).
+    curator_only : PopulationDiagnostics
+    grid : Grid or None
+        The public grid of the input cells (``counts.grid``), when known.
+    base_measure : (k_v,) array or None
+        The mechanism's public base measure ``m``.
+    channel : (k, k_v) array or None
+        Linear variant: the public channel the reports were drawn through (before
+        snapping), for the server's estimate (:meth:`estimate`).
+
+    Notes
+    -----
+    :meth:`release_dict`, :meth:`counts_per_output`, :meth:`released` and
+    :meth:`to_dict` are publishable; :attr:`indices` with :attr:`user_ids` and
+    :meth:`curator_report` are curator-only. :meth:`save` writes the files of
+    ``privot sample``, :meth:`plot` draws ``sample.png``.
+    """
+
+    indices: np.ndarray
+    user_ids: np.ndarray
+    variant: str
+    mechanism: Mapping[str, Any]
+    epsilon: float
+    k: int
+    k_v: int
+    cost: PrivacyCost
+    relation: Neighbouring
+    secure: bool
+    bits: int
+    curator_only: PopulationDiagnostics
+    grid: Any = None
+    base_measure: np.ndarray | None = None
+    channel: np.ndarray | None = None
+
+    @property
+    def n_reports(self) -> int:
+        """The number of reports: the length of the public user list (one per user,
+        with a usable point inside the bounds or not)."""
+        return int(self.indices.size)
+
+    def counts_per_output(self) -> np.ndarray:
+        """``(k_v,)`` int64: how many users released each output point (publishable)."""
+        return np.bincount(self.indices, minlength=self.k_v).astype(np.int64)
+
+    def released(self) -> np.ndarray:
+        """The released multiset as a sorted ``(n_users,)`` array, without ids
+        (publishable; the same information as :meth:`counts_per_output`)."""
+        return np.sort(self.indices)
+
+    def release_dict(self) -> dict[str, Any]:
+        """The publishable description, JSON-ready (the histogram is
+        :meth:`counts_per_output`): public parameters and the number of reports only."""
+        return {"variant": self.variant, "mechanism": dict(self.mechanism),
+                "epsilon": self.epsilon, "delta": 0.0,
+                "guarantee": "pure epsilon-LDP per user (one report each)",
+                "unit": "one user's whole distribution",
+                "relation": self.relation.value, "secure": self.secure, "bits": self.bits,
+                "k": self.k, "k_v": self.k_v, "n_reports": self.n_reports,
+                "reports": "one per user of the user list (public); a user with no usable "
+                           "point inside the bounds reports through the same mechanism "
+                           "from the public default input",
+                "default_input": DEFAULT_INPUT,
+                "published": "the multiset of released output indices, without user ids"}
+
+    def curator_report(self) -> dict[str, Any]:
+        """Exact counts, the snapping shift and timings: **not private, never publish**
+        (nor :attr:`indices` with :attr:`user_ids`)."""
+        cur = self.curator_only
+        return {"n_users": cur.n_users, "n_users_default_input": cur.n_users_default,
+                "n_points": cur.n_points,
+                "n_outside_or_unusable": cur.n_outside, "n_users_empty": cur.n_users_empty,
+                "max_shift": cur.max_shift, "seconds": dict(cur.seconds)}
+
+    # -- summary ------------------------------------------------------------------------
+
+    @property
+    def mechanism_name(self) -> str:
+        """The mechanism's name (``wpm``, ``wpm-entropic``, ``kpm``, ``exp``, ``krr``)."""
+        return str(self.mechanism.get("mechanism", "?"))
+
+    def __repr__(self) -> str:
+        g = self.grid
+        where = (f", grid={g.resolution}x{g.resolution}" if g is not None
+                 and hasattr(g, "resolution") else "")
+        return (f"PopulationSample({self.mechanism_name} {self.variant}, "
+                f"epsilon={self.epsilon:g} LDP, {self.n_reports} reports, k={self.k}, "
+                f"k_v={self.k_v}{where}" + ("" if self.secure else ", SEEDED") + ")")
+
+    def grid_dict(self, grid: Any = None) -> dict[str, Any]:
+        """The public grid, as ``release.json`` states it (publishable)."""
+        g = self._grid(grid)
+        return {"bounds": list(g.bounds), "resolution": g.resolution, "aspect": g.aspect,
+                "points": "cell centres"}
+
+    def _public_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict`'s publishable body: :meth:`release_dict` and the grid when
+        known (no arrays; the histogram is :meth:`counts_per_output`)."""
+        body: dict[str, Any] = {"capability": "sample", **self.release_dict()}
+        if self._has_grid():
+            body["grid"] = self.grid_dict()
+        return body
+
+    # -- the server's estimate (post-processing) ------------------------------------------
+
+    def estimate(self) -> np.ndarray:
+        """The server's estimate of the population distribution (cached): what
+        :func:`~privot.sampling.estimators.estimate_population` returns, from the
+        released histogram and the public parameters recorded here (the linear variant's
+        channel; k-RR's epsilon). Post-processing: no budget."""
+        cached = self.__dict__.get("_estimate")
+        if cached is None:
+            hist = self.counts_per_output()
+            if self.variant == "linear":
+                if self.channel is None:
+                    raise InvalidParameterError(
+                        "channel", None, "the public channel of a linear-variant sample "
+                        "(use estimate_population(sample, mechanism))")
+                cached = estimate_linear(hist, self.channel)
+            elif self.mechanism_name == "krr":
+                cached = krr_estimate(hist, epsilon=self.epsilon, project=True)
+            else:
+                cached = estimate_direct(hist)
+            object.__setattr__(self, "_estimate", cached)
+        return cached.copy()
+
+    # -- figures and files --------------------------------------------------------------
+
+    def _has_grid(self, grid: Any = None) -> bool:
+        g = self.grid if grid is None else grid
+        return g is not None and int(getattr(g, "n_cells", -1)) == self.k == self.k_v
+
+    def _grid(self, grid: Any = None) -> Any:
+        g = self.grid if grid is None else grid
+        if not self._has_grid(g):
+            raise InvalidParameterError(
+                "grid", g, f"the public Grid the counts were made on, with k = k_v = "
+                f"{self.k} cells (one input and output point per cell); this sample "
+                f"has k = {self.k}, k_v = {self.k_v}")
+        return g
+
+    def _base_measure(self) -> np.ndarray:
+        if self.base_measure is None:
+            raise InvalidParameterError("base_measure", None,
+                                        "the mechanism's public base measure (recorded by "
+                                        "sample_population)")
+        return np.asarray(self.base_measure, dtype=np.float64)
+
+    def _title(self) -> str:
+        return f"{self.mechanism_name} ({self.variant}), epsilon = {self.epsilon:g}"
+
+    def plot(self, ax: Any = None, *, which: str | Sequence[str] = ("base_measure",
+                                                                     "samples", "estimate"),
+             grid: Any = None, title: str | None = None, **kwargs: Any) -> Any:
+        """Draw the public base measure, the released samples (count per cell) and the
+        server's estimate over the grid: the picture ``sample.png``
+        (:func:`privot.sampling.plot.plot_population_sample`).
+
+        ``which`` picks panels (``"base_measure"``, ``"samples"``, ``"estimate"``);
+        ``ax`` is one Axes per panel (None: a new Figure). ``grid`` overrides the
+        recorded one. Returns the matplotlib Figure. Post-processing only.
+        """
+        from privot.sampling.plot import plot_population_sample
+
+        g = self._grid(grid)
+        names = [which] if isinstance(which, str) else list(which)
+        arrays: dict[str, Any] = {}
+        if "base_measure" in names:
+            arrays["base_measure"] = self._base_measure()
+        if "samples" in names:
+            arrays["counts"] = self.counts_per_output()
+        if "estimate" in names:
+            arrays["estimate"] = self.estimate()
+        return plot_population_sample(g, ax=ax, which=which,
+                                      title=self._title() if title is None else title,
+                                      **arrays, **kwargs)
+
+    def save(self, folder: str | Path, *, grid: Any = None,
+             release_extra: Mapping[str, Any] | None = None,
+             curator: bool | Mapping[str, Any] = True, data_warnings: Sequence[str] = (),
+             png: bool = True, title: str | None = None) -> dict[str, list[str]]:
+        """Write the files ``privot sample`` writes into ``folder`` (created if needed;
+        files of the same names are replaced).
+
+        Parameters
+        ----------
+        folder : str or Path
+        grid : Grid, optional
+            The public grid; default the one recorded from ``counts.grid``.
+        release_extra : mapping, optional
+            Public fields added to ``release.json`` (the CLI adds its engine).
+        curator : bool or mapping, default True
+            Also write the curator-only files (``curator-samples.csv`` with the user
+            ids, ``curator-report.json``); False: the publishable files only. A mapping:
+            True, its fields merged into ``curator-report.json`` (``"seconds"`` merged
+            with the release's timings).
+        data_warnings : sequence of str
+            Warnings raised while the data was read (curator-only).
+        png : bool, default True
+            Draw ``sample.png`` (needs matplotlib, the ``plot`` extra).
+        title : str, optional
+            Title of ``sample.png`` (default: mechanism, variant, epsilon).
+
+        Returns
+        -------
+        dict
+            ``{"publishable": [...], "curator": [...], "notes": []}``: the names
+            written.
+        """
+        g = self._grid(grid)
+        m = self._base_measure()
+        estimate = self.estimate()
+        d = g.resolution
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        centres = g.cell_centre_points().tolist()  # Python floats: repr is exact
+        public: list[str] = []
+        # -- publishable: public parameters and the released multiset only -------------
+        with open(folder / "samples.csv", "w", encoding="utf-8") as fh:
+            fh.write("x,y,cell\n")
+            for c in self.released().tolist():  # sorted: no user order, no ids
+                fh.write(f"{centres[c][0]!r},{centres[c][1]!r},{c}\n")
+        np.savetxt(folder / "base_measure.csv", m.reshape(d, d), delimiter=",",
+                   fmt="%.12g")
+        np.savetxt(folder / "estimate.csv", estimate.reshape(d, d), delimiter=",",
+                   fmt="%.12g")
+        public += ["samples.csv", "base_measure.csv", "estimate.csv"]
+        if png:
+            fig = self.plot(grid=g, title=title)
+            fig.savefig(folder / "sample.png", dpi=110, bbox_inches="tight")
+            public.append("sample.png")
+        public.append("release.json")
+        write_release(folder, {**self.release_dict(), **dict(release_extra or {}),
+                               "grid": self.grid_dict(g)}, public)
+        # -- curator-only: the samples with their user ids, exact counts, timings ------
+        written: list[str] = []
+        if curator is not False:
+            with open(folder / CURATOR_FILES[0], "w", encoding="utf-8") as fh:
+                fh.write("user_id,x,y,cell\n")
+                for u, c in zip(self.user_ids.tolist(), self.indices.tolist(), strict=True):
+                    fh.write(f"{u},{centres[c][0]!r},{centres[c][1]!r},{c}\n")
+            written = list(CURATOR_FILES)
+            report = self.curator_report()
+            extra = dict(curator) if isinstance(curator, Mapping) else {}
+            if "seconds" in extra:
+                report["seconds"] = {**report["seconds"], **dict(extra.pop("seconds"))}
+            write_curator_report(folder, {**report, **extra,
+                                          "data_warnings": list(data_warnings)}, written)
+        return {"publishable": sorted(public), "curator": sorted(written), "notes": []}
