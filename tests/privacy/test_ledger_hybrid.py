@@ -289,7 +289,7 @@ def test_create_validates_the_filter_and_the_reserve(tmp_path):
 
 
 def test_a_row_that_ran_keeps_its_route(tmp_path):
-    """:meth:`Ledger._rerecord` (what :meth:`Ledger.finish` should record for a row
+    """The filter rule's ``rerecord`` (what :meth:`Ledger.finish` should record for a row
     that ran): the route chosen before the release stays."""
     ledger = _ledger(tmp_path, "ran", epsilon=5.0, delta=1e-5)
     row = _charge(ledger, GaussianEvent(2.0, 2.5, 1e-6), status="pending")
@@ -297,7 +297,7 @@ def test_a_row_that_ran_keeps_its_route(tmp_path):
     old_rec = json.loads(con.execute("SELECT rdp FROM releases WHERE id = ?",
                                      (row.id,)).fetchone()[0])
     con.close()
-    rec, apx = ledger._rerecord(GaussianEvent(2.5, 2.0, 5e-7), old_rec)  # noqa: SLF001
+    rec, apx = ledger._rule.rerecord(GaussianEvent(2.5, 2.0, 5e-7), old_rec)  # noqa: SLF001
     assert rec["view"] == "basic" and apx == 5e-7 and rec["why"] == old_rec["why"]
     np.testing.assert_allclose(rec["finite"], np.asarray(ORDERS) / (2 * 2.5 ** 2))
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from privot._jsonable import write_json
+from privot.demo._ledgers import create_ledger
 
 __all__ = ["Section", "DemoContext", "new_figure", "save_figure", "write_report"]
 
@@ -56,8 +57,6 @@ class DemoContext:
         """The budget ledger of data set ``key`` (:data:`privot.demo.budget.LEDGERS`),
         created in the output folder on first use."""
         if key not in self.ledgers:
-            from privot.demo.budget import create_ledger
-
             self.ledgers[key] = create_ledger(self.output, key)
         return self.ledgers[key]
 

@@ -9,14 +9,14 @@ Knows nothing about optimal transport. Modules:
 * :mod:`privot.privacy.accounting` -- pure composition, amplification, GDP/PLD/RDP
   accounting and noise calibration;
 * :mod:`privot.privacy.budget` -- :class:`PrivacyAccountant`, the in-process ledger
-  that refuses to overspend;
+  that refuses to overspend (its machinery in ``_scopes``, shared with the ledger);
 * :mod:`privot.privacy.ledger` -- :class:`Ledger`, a data set's budget in one SQLite
   file, shared by every run and capability (hybrid filter: basic composition beside a
-  Renyi filter; PLD shown);
+  Renyi filter; PLD shown); a package of one module per job, all re-exported;
 * :mod:`privot.privacy.events` -- what a release ran, in the form the ledger composes;
 * :mod:`privot.privacy.audit` -- empirical lower bounds on epsilon;
 * :mod:`privot.privacy.types` -- :class:`Neighbouring`, :class:`PrivacyCost`,
-  :class:`Release`.
+  :class:`Release`, the :class:`~privot.privacy.types.PrivacyEvent` base class.
 
 Privacy
 -------

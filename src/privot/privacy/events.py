@@ -3,7 +3,9 @@ r"""What a release ran, in its natural form: the events the budget ledger compos
 A :class:`~privot.privacy.types.PrivacyCost` says how much a release spent as an
 ``(epsilon, delta)`` pair. Composing many releases tightly needs more: *which*
 mechanism ran, with which noise. A :class:`PrivacyEvent` records that and gives the
-three descriptions the ledger composes with:
+three descriptions the ledger composes with (the base class is defined in
+:mod:`privot.privacy.types`, beside the cost that may carry an event, and re-exported
+here):
 
 * :meth:`PrivacyEvent.basic` -- the ``(epsilon, delta)`` the release was charged
   (basic composition adds these);
@@ -50,14 +52,18 @@ import numpy as np
 
 from privot._validation import check_delta, check_epsilon, check_int, check_positive
 from privot.errors import InvalidParameterError
+from privot.privacy.accounting import (
+    _quiet_absl,
+    _relation,
+    gdp_to_epsilon,
+    subsampled_gaussian_dp_event,
+    subsampled_gaussian_step_pld,
+)
+from privot.privacy.types import PLD_DISCRETIZATION, PrivacyEvent
 
 __all__ = ["ApproxEvent", "ComposedEvent", "EVENT_KINDS", "GaussianEvent", "PrivacyEvent",
            "PureEvent", "SubsampledGaussianEvent", "event_for_cost", "event_from_dict",
            "rr_rdp"]
-
-#: Grid of privacy-loss values for the PLDs (dp-accounting's unit). Pessimistic rounding
-#: keeps every result an upper bound; 1e-4 puts the discretisation error near 1e-4 * count.
-PLD_DISCRETIZATION = 1e-4
 
 
 def rr_rdp(epsilon: float, orders: np.ndarray) -> np.ndarray:
@@ -92,60 +98,10 @@ def rr_rdp(epsilon: float, orders: np.ndarray) -> np.ndarray:
     return np.minimum(np.maximum(val, 0.0), epsilon)
 
 
-@dataclass(frozen=True)
-class PrivacyEvent:
-    """Base class. Subclasses are frozen dataclasses with a ``kind`` class attribute."""
-
-    kind = "event"
-
-    # -- the three descriptions ----------------------------------------------------------
-
-    def basic(self) -> tuple[float, float]:
-        """The ``(epsilon, delta)`` the release was charged (basic composition)."""
-        raise NotImplementedError
-
-    def rdp(self, orders: np.ndarray) -> np.ndarray:
-        """Renyi DP :math:`\\rho(\\alpha)` at each order (``inf`` where unbounded)."""
-        raise NotImplementedError
-
-    def approx_delta(self) -> float:
-        """Delta this event needs beside its RDP curve (only :class:`ApproxEvent`)."""
-        return 0.0
-
-    def pld(self, discretization: float = PLD_DISCRETIZATION):
-        """The dp-accounting ``PrivacyLossDistribution`` of this event."""
-        raise NotImplementedError
-
-    def grouped(self, k: int) -> PrivacyEvent:
-        """This event restated for groups of ``k`` units (``k = 1`` returns itself)."""
-        raise NotImplementedError
-
-    # -- storage -------------------------------------------------------------------------
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly ``{"kind": ..., field: value}``."""
-        out: dict[str, Any] = {"kind": self.kind}
-        out.update({k: v for k, v in self.__dict__.items()})
-        return out
-
-    def parts(self) -> tuple[PrivacyEvent, ...]:
-        """The atomic events (a composed event's parts, flattened)."""
-        return (self,)
-
-    def describe(self) -> str:
-        """One line for reports."""
-        inner = ", ".join(f"{k}={_fmt(v)}" for k, v in self.__dict__.items())
-        return f"{self.kind}({inner})"
-
-
 def _check_fields(event: PrivacyEvent, **checks: Any) -> None:
     """Validate (and normalise to float) fields of a frozen event: ``name=checker``."""
     for name, check in checks.items():
         object.__setattr__(event, name, check(getattr(event, name), name))
-
-
-def _fmt(v: Any) -> str:
-    return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
 @dataclass(frozen=True)
@@ -293,8 +249,6 @@ class SubsampledGaussianEvent(PrivacyEvent):
                                           self.steps, self.sampling, a))
 
     def pld(self, discretization: float = PLD_DISCRETIZATION):
-        from privot.privacy.accounting import subsampled_gaussian_step_pld
-
         return subsampled_gaussian_step_pld(self.noise_multiplier, self.sampling_rate,
                                             self.sampling, discretization
                                             ).self_compose(self.steps)
@@ -313,8 +267,6 @@ def _subsampled_rdp(sigma: float, q: float, steps: int, sampling: str,
                     orders: tuple[float, ...]) -> tuple[float, ...]:
     import dp_accounting
     from dp_accounting.rdp import rdp_privacy_accountant
-
-    from privot.privacy.accounting import _quiet_absl, _relation, subsampled_gaussian_dp_event
 
     event = subsampled_gaussian_dp_event(sigma, q, sampling)
     acct = rdp_privacy_accountant.RdpAccountant(list(orders), _relation(sampling))
@@ -444,6 +396,4 @@ def event_for_cost(cost: Any, mechanism: str | None = None) -> PrivacyEvent:
 
 
 def _gdp_eps(mu: float, delta: float) -> float:
-    from privot.privacy.accounting import gdp_to_epsilon
-
     return gdp_to_epsilon(mu, delta) if delta > 0 else math.inf

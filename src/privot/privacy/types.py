@@ -1,7 +1,9 @@
-"""Small data types shared by the privacy core: relations, costs and releases.
+"""Small data types shared by the privacy core: relations, costs, events and releases.
 
-These are the vocabulary that mechanisms, the accountant and the audit speak. They
-carry no behaviour beyond validation so that every module can import them.
+These are the vocabulary that mechanisms, the accountant, the ledger and the audit
+speak. They carry no behaviour beyond validation (and, for :class:`PrivacyEvent`, the
+interface its subclasses fill in) so that every module can import them; this module
+imports no other module of :mod:`privot.privacy`.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+import numpy as np
+
 from privot._validation import check_delta, check_epsilon, check_positive
 from privot.errors import InvalidParameterError
 
-__all__ = ["Neighbouring", "PrivacyCost", "Release", "Spender", "check_spender"]
+__all__ = ["Neighbouring", "PLD_DISCRETIZATION", "PrivacyCost", "PrivacyEvent", "Release",
+           "Spender", "check_spender"]
 
 T = TypeVar("T")
 
@@ -38,6 +43,67 @@ class Neighbouring(str, enum.Enum):
     LOCAL = "local"
 
 
+#: Grid of privacy-loss values for the PLDs (dp-accounting's unit). Pessimistic rounding
+#: keeps every result an upper bound; 1e-4 puts the discretisation error near 1e-4 * count.
+PLD_DISCRETIZATION = 1e-4
+
+
+@dataclass(frozen=True)
+class PrivacyEvent:
+    """What a release ran: the base class of :mod:`privot.privacy.events`.
+
+    Subclasses are frozen dataclasses with a ``kind`` class attribute. Defined here, not
+    in :mod:`privot.privacy.events`, because :class:`PrivacyCost` checks its ``event``
+    against it: the events module builds on this one (and on the accounting), never the
+    reverse.
+    """
+
+    kind = "event"
+
+    # -- the three descriptions ----------------------------------------------------------
+
+    def basic(self) -> tuple[float, float]:
+        """The ``(epsilon, delta)`` the release was charged (basic composition)."""
+        raise NotImplementedError
+
+    def rdp(self, orders: np.ndarray) -> np.ndarray:
+        """Renyi DP :math:`\\rho(\\alpha)` at each order (``inf`` where unbounded)."""
+        raise NotImplementedError
+
+    def approx_delta(self) -> float:
+        """Delta this event needs beside its RDP curve (only :class:`ApproxEvent`)."""
+        return 0.0
+
+    def pld(self, discretization: float = PLD_DISCRETIZATION):
+        """The dp-accounting ``PrivacyLossDistribution`` of this event."""
+        raise NotImplementedError
+
+    def grouped(self, k: int) -> PrivacyEvent:
+        """This event restated for groups of ``k`` units (``k = 1`` returns itself)."""
+        raise NotImplementedError
+
+    # -- storage -------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly ``{"kind": ..., field: value}``."""
+        out: dict[str, Any] = {"kind": self.kind}
+        out.update({k: v for k, v in self.__dict__.items()})
+        return out
+
+    def parts(self) -> tuple[PrivacyEvent, ...]:
+        """The atomic events (a composed event's parts, flattened)."""
+        return (self,)
+
+    def describe(self) -> str:
+        """One line for reports."""
+        inner = ", ".join(f"{k}={_fmt(v)}" for k, v in self.__dict__.items())
+        return f"{self.kind}({inner})"
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
 @dataclass(frozen=True)
 class PrivacyCost:
     """What one release spends.
@@ -52,7 +118,7 @@ class PrivacyCost:
     mu : float or None
         When set, the release is also ``mu``-GDP (Dong, Roth and Su); accountants
         that understand GDP compose ``mu`` exactly instead of (epsilon, delta).
-    event : privot.privacy.events.PrivacyEvent or None
+    event : PrivacyEvent or None
         What ran, when the mechanism knows it better than ``(epsilon, delta, mu)`` say
         (e.g. DP-SGD's subsampled Gaussian steps); the budget ledger composes it.
     """
@@ -69,8 +135,6 @@ class PrivacyCost:
         if self.mu is not None:
             object.__setattr__(self, "mu", check_positive(self.mu, "mu"))
         if self.event is not None:
-            from privot.privacy.events import PrivacyEvent
-
             if not isinstance(self.event, PrivacyEvent):
                 raise InvalidParameterError("event", self.event,
                                             "None or a privot.privacy.events.PrivacyEvent")
