@@ -145,14 +145,15 @@ def test_aspect_literals_and_default_are_the_librarys():
 
 
 def test_cli_flags_are_the_library_parameter_names():
-    """Issue 25: learn's --penalty and --steps are make_private's parameters; the
-    library calls' progress= switches exist where the commands thread them."""
+    """Issue 25: learn's --penalty and --steps are make_private's parameters (fields of
+    its parameter object, LearningParams); the library calls' progress= switches exist
+    where the commands thread them."""
     private = importlib.import_module("privot.learning.private")
     bary = importlib.import_module("privot.barycenters.api")
     population = importlib.import_module("privot.sampling.population")
     heatmaps = importlib.import_module("privot.heatmaps.api")
 
-    params = inspect.signature(private.make_private).parameters
+    params = importlib.import_module("privot.learning.params").LearningParams.field_names()
     assert "penalty" in params and "steps" in params
     assert tuple(_option("learn", "criterion").choices) == tuple(
         importlib.import_module("privot.learning.groups").CRITERIA)

@@ -1,4 +1,4 @@
-"""privot.learning.metrics: fairlearn's definitions, the paper's indexes, distances,
+"""privot.evaluation.learning: fairlearn's definitions, the paper's indexes, distances,
 bootstrap intervals and the fairness report."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.learning.metrics import (
+from privot.evaluation.learning import (
     FairnessReport,
     accuracy,
     bootstrap_interval,

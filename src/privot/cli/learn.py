@@ -60,6 +60,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from privot.cli._common import (
@@ -341,7 +342,7 @@ def _curator_report(y_true, scores, sensitive, rng) -> dict | None:
     group absent from a split): the budget is spent by now and the release must go out
     whatever the data decide (the reason goes to the curator report)."""
     from privot.errors import InvalidDataError
-    from privot.learning.metrics import fairness_report
+    from privot.evaluation.learning import fairness_report
 
     try:
         return fairness_report(y_true, scores, sensitive, threshold=0.5,
@@ -369,10 +370,30 @@ def _encoding_release(features, bounds, categories, names) -> dict:
 
 # -- the command -------------------------------------------------------------------------------
 
-def _run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class _Options:
+    """The command's parameters, checked before the data is read (none data-dependent)."""
+
+    epsilon: float
+    delta: float | None
+    alpha: float
+    clip: float
+    M: float
+    L: float
+    lr: float
+    q: float
+    steps: int
+    epochs: float
+    hidden: tuple[int, ...]
+    values: list[str]
+    bounds: dict[str, tuple[float, float]]
+    categories: dict[str, list[str]]
+    features: list[str]
+
+
+def _check_options(args: argparse.Namespace) -> _Options:
     import math
 
-    from privot._optional import require
     from privot._validation import (
         check_delta,
         check_epsilon,
@@ -381,7 +402,6 @@ def _run(args: argparse.Namespace) -> int:
         check_probability,
     )
 
-    # -- every parameter checked before the data is read (nothing data-dependent) -------
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     delta = (None if args.delta is None
              else check_delta(args.delta, "--delta", allow_zero=False))
@@ -412,143 +432,136 @@ def _run(args: argparse.Namespace) -> int:
     bounds = _parse_bounds(args.bounds)
     categories = _parse_categories(args.categories)
     features = _features(args, bounds, categories)
+    return _Options(epsilon, delta, alpha, clip, M, L, lr, q, steps, epochs, hidden, values,
+                    bounds, categories, features)
 
-    from privot.cli._output import OutputFolder, capture_data_warnings
-    from privot.privacy.events import ApproxEvent
 
-    out = OutputFolder(args.output, command="learn", force=args.force,
-                       publishable=PUBLISHABLE)
-    out.check()  # before the data is read or anything computed
-    # the ledger too: a missing file or a unit/relation it cannot record is refused now
-    ledger = ledger_from_args(
-        args, **RELEASE_RELATIONS["learn"],
-        planned=None if delta is None else ApproxEvent(epsilon, delta, "dp-sgd"),
-        planned_note=("by the (epsilon, delta) pair it proves" if delta is not None else
-                      "its delta is 1/n^2 of the training rows: give --delta to preview "
-                      "the charge"))
-    require("matplotlib.figure", "plot")  # the figures are written after the charge
-    rng = rng_from_args(args)
-    say = say_from_args(args)
+@dataclass
+class _Table:
+    """The encoded table: features ``x`` (n, d), label ``y`` and group ``a`` (n,)."""
 
+    n: int
+    x: np.ndarray
+    names: list[str]
+    column_stats: dict
+    y: np.ndarray
+    a: np.ndarray
+    sens_text: np.ndarray
+
+
+def _read_table(args: argparse.Namespace, opts: _Options) -> _Table:
     import numpy as np
 
     from privot.engines import read_columns
     from privot.errors import InvalidDataError
-    from privot.learning import fairness_groups, make_private
-    from privot.learning._torch import torch
-    from privot.learning.result import LearningResult, build_classifier, describe_classifier
 
-    seconds: dict[str, float] = {}
-    with capture_data_warnings("learn") as data_warnings:
-        start = time.perf_counter()
-        wanted = [args.target, args.sensitive, *features]
-        cols = read_columns(args.input, columns=wanted, float_columns=list(bounds),
-                            sep=args.sep)
-        n = len(cols[args.target])
-        if n == 0:
-            raise InvalidDataError(f"{args.input} has no rows (a header-only file?); "
-                                   "nothing was trained or written")
-        x, names, column_stats = _encode(cols, features, bounds, categories, n)
-        target_text = [_as_text(v) for v in cols[args.target].tolist()]
-        y = np.asarray([t == args.positive for t in target_text], dtype=np.int64)
-        sens_text = np.asarray([_as_text(v) for v in cols[args.sensitive].tolist()],
-                               dtype=object)
-        known = (sens_text == values[0]) | (sens_text == values[1])
-        if not known.all():
+    values = opts.values
+    wanted = [args.target, args.sensitive, *opts.features]
+    cols = read_columns(args.input, columns=wanted, float_columns=list(opts.bounds),
+                        sep=args.sep)
+    n = len(cols[args.target])
+    if n == 0:
+        raise InvalidDataError(f"{args.input} has no rows (a header-only file?); "
+                               "nothing was trained or written")
+    x, names, column_stats = _encode(cols, opts.features, opts.bounds, opts.categories, n)
+    target_text = [_as_text(v) for v in cols[args.target].tolist()]
+    y = np.asarray([t == args.positive for t in target_text], dtype=np.int64)
+    sens_text = np.asarray([_as_text(v) for v in cols[args.sensitive].tolist()],
+                           dtype=object)
+    known = (sens_text == values[0]) | (sens_text == values[1])
+    if not known.all():
+        raise InvalidParameterError(
+            "--sensitive-values", args.sensitive_values,
+            f"the classes of column {args.sensitive!r}, which holds other (or "
+            "missing) values too; filter those rows first")
+    missing = [v for v in values if not (sens_text == v).any()]
+    if missing:
+        raise InvalidParameterError("--sensitive-values", args.sensitive_values,
+                                    f"two classes present in column "
+                                    f"{args.sensitive!r}; {missing} never occurs")
+    a = (sens_text == values[1]).astype(np.int64)
+    return _Table(n, x, names, column_stats, y, a, sens_text)
+
+
+def _split(args: argparse.Namespace, table: _Table, values: list[str], rng
+           ) -> dict[str, np.ndarray]:
+    """Rows of the train (and test) split: data-independent randomness, sizes from n."""
+    import numpy as np
+
+    n, a = table.n, table.a
+    split_rng = rng if rng is not None else np.random.default_rng()
+    perm = split_rng.permutation(n)
+    n_test = int(round(args.test_fraction * n)) if args.test_fraction > 0 else 0
+    if args.test_fraction > 0 and not (1 <= n_test <= n - 2):
+        raise InvalidParameterError("--test-fraction", args.test_fraction,
+                                    f"a fraction leaving at least one test row and "
+                                    f"two training rows of the {n}")
+    test, train = np.sort(perm[:n_test]), np.sort(perm[n_test:])
+    for name, value in zip([f"A={v}" for v in values], (0, 1), strict=True):
+        size = int((a[train] == value).sum())
+        if size < 2:
             raise InvalidParameterError(
-                "--sensitive-values", args.sensitive_values,
-                f"the classes of column {args.sensitive!r}, which holds other (or "
-                "missing) values too; filter those rows first")
-        missing = [v for v in values if not (sens_text == v).any()]
-        if missing:
-            raise InvalidParameterError("--sensitive-values", args.sensitive_values,
-                                        f"two classes present in column "
-                                        f"{args.sensitive!r}; {missing} never occurs")
-        a = (sens_text == values[1]).astype(np.int64)
-        seconds["read_and_encode"] = time.perf_counter() - start
+                "--sensitive", args.sensitive,
+                f"at least 2 training rows per group; group {name} has {size} "
+                "(a Wasserstein term needs two)")
+    return {"train": train, **({"test": test} if n_test else {})}
 
-        # -- split: data-independent randomness, sizes from n only -------------------
-        split_rng = rng if rng is not None else np.random.default_rng()
-        perm = split_rng.permutation(n)
-        n_test = int(round(args.test_fraction * n)) if args.test_fraction > 0 else 0
-        if args.test_fraction > 0 and not (1 <= n_test <= n - 2):
-            raise InvalidParameterError("--test-fraction", args.test_fraction,
-                                        f"a fraction leaving at least one test row and "
-                                        f"two training rows of the {n}")
-        test, train = np.sort(perm[:n_test]), np.sort(perm[n_test:])
-        groups_ = {"train": train, **({"test": test} if n_test else {})}
-        group_names = [f"A={v}" for v in values]
-        for name, value in zip(group_names, (0, 1), strict=True):
-            size = int((a[train] == value).sum())
-            if size < 2:
-                raise InvalidParameterError(
-                    "--sensitive", args.sensitive,
-                    f"at least 2 training rows per group; group {name} has {size} "
-                    "(a Wasserstein term needs two)")
 
-        groups = fairness_groups(x[train].copy(), y[train].copy(),
-                                 np.asarray(sens_text[train], dtype=str),
-                                 criterion=args.criterion,
-                                 sensitive_values=tuple(values))
-        n_train = sum(groups.sizes.values())  # public: the sum of the group sizes
-        if delta is None:
-            delta = 1.0 / n_train ** 2
+def _model_and_optimizer(args: argparse.Namespace, opts: _Options, d: int, rng):
+    """The classifier, initialised from public randomness only, and its optimizer."""
+    from privot.learning import require_torch
+    from privot.learning.result import build_classifier
 
-        # -- the model: initialisation from public randomness only -------------------
-        init_seed = None if rng is None else int(rng.integers(2**62))
-        model = build_classifier(x.shape[1], model=args.model, hidden=hidden or (64, 64),
-                                 seed=init_seed)
-        if args.optimizer == "sgd":
-            optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-        else:
-            optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    torch = require_torch()
+    init_seed = None if rng is None else int(rng.integers(2**62))
+    model = build_classifier(d, model=args.model, hidden=opts.hidden or (64, 64),
+                             seed=init_seed)
+    if args.optimizer == "sgd":
+        optimizer = torch.optim.SGD(model.parameters(), lr=opts.lr)
+    else:
+        optimizer = torch.optim.Adam(model.parameters(), lr=opts.lr)
+    return model, optimizer
 
-        def scores_of(rows):
-            with torch.no_grad():
-                return model(torch.as_tensor(x[rows])).reshape(-1).double().numpy()
 
-        before = {k: scores_of(r) for k, r in groups_.items()}
-        # with a ledger: the whole run charged once, with its event, before any noise
-        with ledger_spender(ledger, args, capability="learn",
-                            **RELEASE_RELATIONS["learn"], output=out.path) as acct:
-            start = time.perf_counter()
-            trainer = make_private(model, optimizer, groups, penalty=args.criterion,
-                                   alpha=alpha, target_epsilon=epsilon, target_delta=delta,
-                                   steps=steps, batch_fraction=q, clip=clip, M=M, L=L,
-                                   loss="bce", jacobian_clipping=args.jacobian_clipping,
-                                   rng=rng, sensitive_values=tuple(values), accountant=acct)
-            seconds["calibration"] = time.perf_counter() - start
-            start = time.perf_counter()
-            trainer.train(progress=progress_from_args(args))
-            seconds["training"] = time.perf_counter() - start
-        model.eval()
-        after = {k: scores_of(r) for k, r in groups_.items()}
+def _scores(model, x: np.ndarray, splits: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The model's scores on each split (curator-only)."""
+    from privot.learning import require_torch
 
-        # -- curator metrics ----------------------------------------------------------
-        start = time.perf_counter()
-        metric_rng = None if rng is None else np.random.default_rng(int(rng.integers(2**62)))
-        metrics: dict[str, Any] = {"threshold": 0.5, "sensitive_values": {"0": values[0],
-                                                                          "1": values[1]}}
-        for when, scores in (("before", before), ("after", after)):
-            metrics[when] = {k: _curator_report(y[r], scores[k], a[r], metric_rng)
-                             for k, r in groups_.items()}
-        seconds["metrics"] = time.perf_counter() - start
+    torch = require_torch()
+    with torch.no_grad():
+        return {k: model(torch.as_tensor(x[r])).reshape(-1).double().numpy()
+                for k, r in splits.items()}
 
-    split = "test" if n_test else "train"
-    rows = groups_[split]
-    score_data = {"split": split, "sensitive": a[rows], "before": before[split],
-                  "after": after[split], "labels": tuple(values),
-                  "y_true": y[rows] if args.criterion == "eo" else None}
-    settings = {
-        "features": _encoding_release(features, bounds, categories, names),
+
+def _curator_metrics(table: _Table, splits: dict, scores: dict, values: list[str],
+                     rng) -> dict[str, Any]:
+    """Fairness reports before and after training, per split (curator-only)."""
+    import numpy as np
+
+    metric_rng = None if rng is None else np.random.default_rng(int(rng.integers(2**62)))
+    metrics: dict[str, Any] = {"threshold": 0.5, "sensitive_values": {"0": values[0],
+                                                                      "1": values[1]}}
+    for when in ("before", "after"):
+        metrics[when] = {k: _curator_report(table.y[r], scores[when][k], table.a[r],
+                                            metric_rng)
+                         for k, r in splits.items()}
+    return metrics
+
+
+def _settings(args: argparse.Namespace, opts: _Options, names: list[str]) -> dict:
+    """The public settings release.json records beside the guarantee."""
+    values = opts.values
+    return {
+        "features": _encoding_release(opts.features, opts.bounds, opts.categories, names),
         "target": {"column": args.target, "positive": args.positive,
                    "rule": "1 where the value equals the positive value, else 0"},
         "sensitive": {"column": args.sensitive, "values": list(values),
                       "groups": {f"A={v}": v for v in values}},
         "hyperparameters": {
-            "criterion": args.criterion, "alpha": alpha, "epochs": epochs,
-            "batch_fraction": q, "steps": steps, "optimizer": args.optimizer, "lr": lr,
-            "clip": clip, "M": M, "L": L, "jacobian_clipping": args.jacobian_clipping,
+            "criterion": args.criterion, "alpha": opts.alpha, "epochs": opts.epochs,
+            "batch_fraction": opts.q, "steps": opts.steps, "optimizer": args.optimizer,
+            "lr": opts.lr, "clip": opts.clip, "M": opts.M, "L": opts.L,
+            "jacobian_clipping": args.jacobian_clipping,
             "test_fraction": args.test_fraction, "loss": "bce",
             "delta_rule": ("given (--delta)" if args.delta is not None else
                            "1/n^2, n = training rows = the sum of the public group sizes")},
@@ -559,42 +572,137 @@ def _run(args: argparse.Namespace) -> int:
             "of them. Nothing else in this file is computed from the data: metrics, losses, "
             "scores and other counts are in the curator- files only."),
     }
-    curator = {"rows_read": n, "rows_train": int(train.size), "rows_test": int(n_test),
-               "positives": int(y.sum()),
-               "rows_per_sensitive_value": {values[0]: int((a == 0).sum()),
-                                            values[1]: int((a == 1).sum())},
-               "columns": column_stats, "seconds": seconds,
-               "data_warnings": list(data_warnings)}
-    result = LearningResult.from_trainer(
-        trainer, architecture=describe_classifier(x.shape[1], model=args.model,
-                                                  hidden=hidden),
-        settings=settings, metrics=metrics, scores=score_data, curator=curator,
+
+
+def _curator_extras(table: _Table, splits: dict, values: list[str], seconds: dict,
+                    data_warnings) -> dict:
+    """curator-report.json: row counts, clipped values, timings, data warnings."""
+    a = table.a
+    return {"rows_read": table.n, "rows_train": int(splits["train"].size),
+            "rows_test": int(splits["test"].size) if "test" in splits else 0,
+            "positives": int(table.y.sum()),
+            "rows_per_sensitive_value": {values[0]: int((a == 0).sum()),
+                                         values[1]: int((a == 1).sum())},
+            "columns": table.column_stats, "seconds": seconds,
+            "data_warnings": list(data_warnings)}
+
+
+def _summary(args: argparse.Namespace, opts: _Options, result) -> str:
+    p = result.privacy
+    return (f"privot learn: {args.model} classifier, {args.criterion} penalty "
+            f"alpha={opts.alpha:g}, {opts.steps} DP-SGD steps at sampling rate "
+            f"{p['sampling_rate']:.4g}: epsilon = {p['epsilon']:.4g} (PLD upper bound; "
+            f"paper's GDP-CLT figure {p['epsilon_paper_gdp_clt']:.4g}), delta = "
+            f"{p['delta']:.3g}, sigma = {p['noise_multiplier']:.4g} (unit = one record of "
+            "one group; group sizes public)"
+            + ("" if result.secure else "; SEEDED: not for publication"))
+
+
+def _print_metrics(metrics: dict, split: str) -> None:
+    """--show-metrics: the curator's line on stderr (not private)."""
+    m0, m1 = metrics["before"][split], metrics["after"][split]
+
+    def pair(key):
+        v0, v1 = m0.get(key), m1.get(key)
+        v0 = v0["estimate"] if v0 else None
+        v1 = v1["estimate"] if v1 else None
+        return f"{v0:.3f} -> {v1:.3f}" if v0 is not None and v1 is not None else "n/a"
+
+    print(f"privot learn: curator only (not private), {split} split, init -> trained: "
+          f"accuracy {pair('accuracy')}, DP difference "
+          f"{pair('demographic_parity_difference')}, EO difference "
+          f"{pair('equalized_odds_difference')}", file=sys.stderr)
+
+
+def _open_ledger(args: argparse.Namespace, opts: _Options):
+    """The budget ledger (a missing file or a unit/relation it cannot record is refused
+    now, before the data is read)."""
+    from privot.privacy.events import ApproxEvent
+
+    delta = opts.delta
+    return ledger_from_args(
+        args, **RELEASE_RELATIONS["learn"],
+        planned=None if delta is None else ApproxEvent(opts.epsilon, delta, "dp-sgd"),
+        planned_note=("by the (epsilon, delta) pair it proves" if delta is not None else
+                      "its delta is 1/n^2 of the training rows: give --delta to preview "
+                      "the charge"))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from privot._optional import require
+
+    opts = _check_options(args)  # every parameter, before the data is read
+
+    from privot.cli._output import OutputFolder, capture_data_warnings
+
+    out = OutputFolder(args.output, command="learn", force=args.force,
+                       publishable=PUBLISHABLE)
+    out.check()  # before the data is read or anything computed
+    ledger = _open_ledger(args, opts)
+    require("matplotlib.figure", "plot")  # the figures are written after the charge
+    rng = rng_from_args(args)
+    say = say_from_args(args)
+
+    import numpy as np
+
+    from privot.learning import fairness_groups, make_private
+    from privot.learning.result import describe_classifier
+
+    seconds: dict[str, float] = {}
+    with capture_data_warnings("learn") as data_warnings:
+        start = time.perf_counter()
+        table = _read_table(args, opts)
+        seconds["read_and_encode"] = time.perf_counter() - start
+        splits = _split(args, table, opts.values, rng)
+        train = splits["train"]
+        groups = fairness_groups(table.x[train].copy(), table.y[train].copy(),
+                                 np.asarray(table.sens_text[train], dtype=str),
+                                 criterion=args.criterion,
+                                 sensitive_values=tuple(opts.values))
+        n_train = sum(groups.sizes.values())  # public: the sum of the group sizes
+        delta = opts.delta if opts.delta is not None else 1.0 / n_train ** 2
+        model, optimizer = _model_and_optimizer(args, opts, table.x.shape[1], rng)
+        scores = {"before": _scores(model, table.x, splits)}
+        # with a ledger: the whole run charged once, with its event, before any noise
+        with ledger_spender(ledger, args, capability="learn",
+                            **RELEASE_RELATIONS["learn"], output=out.path) as acct:
+            start = time.perf_counter()
+            trainer = make_private(model, optimizer, groups, penalty=args.criterion,
+                                   alpha=opts.alpha, target_epsilon=opts.epsilon,
+                                   target_delta=delta, steps=opts.steps,
+                                   batch_fraction=opts.q, clip=opts.clip, M=opts.M,
+                                   L=opts.L, loss="bce",
+                                   jacobian_clipping=args.jacobian_clipping, rng=rng,
+                                   sensitive_values=tuple(opts.values), accountant=acct)
+            seconds["calibration"] = time.perf_counter() - start
+            start = time.perf_counter()
+            trainer.train(progress=progress_from_args(args))
+            seconds["training"] = time.perf_counter() - start
+        model.eval()
+        scores["after"] = _scores(model, table.x, splits)
+        start = time.perf_counter()
+        metrics = _curator_metrics(table, splits, scores, opts.values, rng)
+        seconds["metrics"] = time.perf_counter() - start
+
+    split = "test" if "test" in splits else "train"
+    rows = splits[split]
+    score_data = {"split": split, "sensitive": table.a[rows],
+                  "before": scores["before"][split], "after": scores["after"][split],
+                  "labels": tuple(opts.values),
+                  "y_true": table.y[rows] if args.criterion == "eo" else None}
+    result = trainer.result(
+        architecture=describe_classifier(table.x.shape[1], model=args.model,
+                                         hidden=opts.hidden),
+        settings=_settings(args, opts, table.names), metrics=metrics, scores=score_data,
+        curator=_curator_extras(table, splits, opts.values, seconds, data_warnings),
         curve_points=CURVE_POINTS)
     out.open()
-    written = result.save(out.path)
-    out.record(written)
+    out.record(result.save(out.path))
 
-    p = result.privacy
-    say(f"privot learn: {args.model} classifier, {args.criterion} penalty alpha={alpha:g}, "
-        f"{steps} DP-SGD steps at sampling rate {p['sampling_rate']:.4g}: epsilon = "
-        f"{p['epsilon']:.4g} (PLD upper bound; paper's GDP-CLT figure "
-        f"{p['epsilon_paper_gdp_clt']:.4g}), delta = {p['delta']:.3g}, sigma = "
-        f"{p['noise_multiplier']:.4g} (unit = one record of one group; group sizes "
-        "public)" + ("" if result.secure else "; SEEDED: not for publication"))
+    say(_summary(args, opts, result))
     say(out.listing())
     if ledger is not None:
         say(ledger_summary(ledger))
     if args.show_metrics and not args.quiet:
-        m0, m1 = metrics["before"][split], metrics["after"][split]
-
-        def pair(key):
-            v0, v1 = m0.get(key), m1.get(key)
-            v0 = v0["estimate"] if v0 else None
-            v1 = v1["estimate"] if v1 else None
-            return f"{v0:.3f} -> {v1:.3f}" if v0 is not None and v1 is not None else "n/a"
-
-        print(f"privot learn: curator only (not private), {split} split, init -> trained: "
-              f"accuracy {pair('accuracy')}, DP difference "
-              f"{pair('demographic_parity_difference')}, EO difference "
-              f"{pair('equalized_odds_difference')}", file=sys.stderr)
+        _print_metrics(metrics, split)
     return 0

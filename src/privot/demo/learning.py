@@ -107,12 +107,14 @@ def load_gss_wages() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _evaluate(model, x: np.ndarray, y: np.ndarray, a: np.ndarray) -> tuple[np.ndarray,
                                                                            dict[str, float]]:
-    from privot.learning._torch import torch
-    from privot.learning.metrics import (
+    from privot.evaluation.learning import (
         accuracy,
         demographic_parity_difference,
         equalized_odds_difference,
     )
+    from privot.learning import require_torch
+
+    torch = require_torch()
 
     with torch.no_grad():
         s = model(torch.as_tensor(x)).reshape(-1).double().numpy()
@@ -131,8 +133,9 @@ def _centered(o):
 
 
 def _optimizer(model, steps: int):
-    from privot.learning._torch import torch
+    from privot.learning import require_torch
 
+    torch = require_torch()
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: max(0.0, 1.0 - t / steps))
     return opt, sched
@@ -140,9 +143,10 @@ def _optimizer(model, steps: int):
 
 def _non_private(x: np.ndarray, y: np.ndarray, seed: int | None, steps: int):
     """Full-batch BCE, same optimiser and schedule (comparison only: no privacy)."""
-    from privot.learning._torch import torch
+    from privot.learning import require_torch
     from privot.learning.result import build_classifier
 
+    torch = require_torch()
     model = build_classifier(x.shape[1], seed=seed)
     opt, sched = _optimizer(model, steps)
     xt, yt = torch.as_tensor(x), torch.as_tensor(y, dtype=torch.float32)
@@ -157,8 +161,9 @@ def _non_private(x: np.ndarray, y: np.ndarray, seed: int | None, steps: int):
 
 def run(ctx: DemoContext) -> Section:
     """Private fair logistic regression on GSS incomes, alpha in {0, 0.7, 0.9}."""
-    from privot.learning._torch import torch
+    from privot.learning import require_torch
 
+    torch = require_torch()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small models: one thread is faster on shared cores
     try:
@@ -167,24 +172,20 @@ def run(ctx: DemoContext) -> Section:
         torch.set_num_threads(threads)
 
 
-def _run(ctx: DemoContext) -> Section:
-    from privot.learning import fairness_groups, make_private
-    from privot.learning.plot import plot_score_distributions
-    from privot.learning.result import build_classifier
-
-    x, y, a = load_gss_wages()
+def _split(ctx: DemoContext, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Train and test rows: a public, data-independent subsample (a random permutation
+    of the row indices)."""
     rng = ctx.rng if ctx.rng is not None else np.random.default_rng()
-    # A public, data-independent subsample: a random permutation of the row indices.
     perm = rng.permutation(len(y))
     tr = np.sort(perm[:N_TRAIN[ctx.quick]])
     te = np.sort(perm[N_TRAIN[ctx.quick]:N_TRAIN[ctx.quick] + N_TEST[ctx.quick]])
-    x_tr, y_tr, a_tr = x[tr], y[tr], a[tr]
-    x_te, y_te, a_te = x[te], y[te], a[te]
-    steps = STEPS[ctx.quick]
-    groups = fairness_groups(x_tr, y_tr, a_tr, criterion="sp")
+    return tr, te
+
+
+def _settings(x: np.ndarray, groups, y_te: np.ndarray, steps: int) -> dict[str, Any]:
+    """The section's numbers before any run: data, public constants, budget."""
     n = sum(groups.sizes.values())
-    delta = 1.0 / n**2
-    numbers: dict[str, Any] = {
+    return {
         "data": f"stevedata::gss_wages (GSS 1974-2018): realrinc > {INCOME_THRESHOLD:,.0f} "
                 "(1986 dollars), sensitive = gender (1 = Female); rows without realrinc "
                 "dropped (curator's preparation)",
@@ -192,27 +193,28 @@ def _run(ctx: DemoContext) -> Section:
         "categories": CATEGORIES, "n_features": int(x.shape[1]),
         "n_train": n, "n_test": int(len(y_te)), "group_sizes (public)": groups.sizes,
         "base_rate_test (curator)": float(max(y_te.mean(), 1 - y_te.mean())),
-        "epsilon_target": EPSILON, "delta": delta, "steps": steps,
+        "epsilon_target": EPSILON, "delta": 1.0 / n**2, "steps": steps,
         "batch_fraction": BATCH_FRACTION, "lr": LR, "momentum": MOMENTUM,
         "clip": CLIP, "M": M, "L": L, "score_fn": "sigmoid - 0.5",
         "curator_note": "accuracy, DP and EO differences and the histograms are computed "
                         "on the data without noise (curator-only values)",
         "models": {}, "seconds": {}}
-    init_seed = _seed(ctx)
 
-    runs: list[tuple[str, np.ndarray, dict[str, float]]] = []
-    start = time.perf_counter()
-    ref = _non_private(x_tr, y_tr, init_seed, steps)
-    numbers["seconds"]["non-private"] = time.perf_counter() - start
-    s, m = _evaluate(ref, x_te, y_te, a_te)
-    numbers["models"]["non-private"] = m
-    runs.append(("non-private (reference)", s, m))
 
+def _private_runs(ctx: DemoContext, groups, test: tuple, numbers: dict, init_seed,
+                  runs: list) -> None:
+    """One private run per alpha, each charged to the data set's ledger; appends to
+    ``numbers`` and ``runs``."""
+    from privot.learning import make_private
+    from privot.learning.result import build_classifier
+
+    x_te, y_te, a_te = test
+    steps, delta = numbers["steps"], numbers["delta"]
     sigma = None
     ledger = ctx.ledger("gss-wages")
     for alpha in ALPHAS:
         start = time.perf_counter()
-        model = build_classifier(x_tr.shape[1], seed=init_seed)  # same public init
+        model = build_classifier(x_te.shape[1], seed=init_seed)  # same public init
         opt, sched = _optimizer(model, steps)
         # One calibration serves all runs: same steps, delta and sampling rate.
         kw = ({"target_epsilon": EPSILON} if sigma is None
@@ -242,6 +244,11 @@ def _run(ctx: DemoContext) -> Section:
             "secure_randomness": report["secure_randomness"]}
         runs.append((f"private, alpha = {alpha:g}", s, m))
 
+
+def _figure(ctx: DemoContext, runs: list, a_te: np.ndarray):
+    """Test scores by gender, one panel per model (curator view)."""
+    from privot.learning.plot import plot_score_distributions
+
     fig, axes = new_figure(1, len(runs), figsize=(4.2 * len(runs), 3.8))
     for ax, (label, s, m) in zip(axes[0], runs, strict=True):
         plot_score_distributions(s, a_te, labels=GENDERS, ax=ax, bins=30)
@@ -250,8 +257,10 @@ def _run(ctx: DemoContext) -> Section:
     fig.suptitle(f"GSS incomes > {INCOME_THRESHOLD:,.0f} (1986 $): test scores by gender "
                  f"(curator view); private runs at eps = {EPSILON:g}, delta = 1/n^2",
                  fontsize=10)
-    figure = save_figure(fig, ctx.output, "learning_gss.png")
+    return save_figure(fig, ctx.output, "learning_gss.png")
 
+
+def _markdown(numbers: dict, sizes: str) -> str:
     rows = ["| model | accuracy | DP difference | EO difference | epsilon (PLD) | "
             "epsilon (paper, GDP-CLT) | sigma |", "| --- |" + " --- |" * 6]
     for key, m in numbers["models"].items():
@@ -259,34 +268,59 @@ def _run(ctx: DemoContext) -> Section:
                f"{m['sigma']:.2f}" if "sigma" in m else "inf | inf | 0")
         rows.append(f"| {key} | {m['accuracy']:.3f} | {m['dp_difference']:.3f} | "
                     f"{m['eo_difference']:.3f} | {eps} |")
+    n, steps, delta = numbers["n_train"], numbers["steps"], numbers["delta"]
+    return (f"A logistic classifier predicts whether a General Social Survey respondent's "
+            f"real income (`realrinc`, 1986 dollars) exceeds the public threshold "
+            f"{INCOME_THRESHOLD:,.0f} (`stevedata::gss_wages`, 1974-2018) from year, age, "
+            "occupational prestige, children, work status, education, marital status and "
+            "occupation group, encoded with public bounds and category lists; gender is "
+            "the sensitive attribute and not a feature. Rows without an income are dropped "
+            "(the curator's data preparation); a random public subsample of the rest gives "
+            f"{n} training and {numbers['n_test']} held-out records (base rate of the test "
+            f"split {numbers['base_rate_test (curator)']:.3f}, a curator value). Unit: one "
+            "respondent-year record of one gender group, replaced inside its group; the "
+            f"training group sizes are public ({sizes}; A = 1 is Female). DP-SGD with "
+            f"fixed-size batches of 1/5 of each group, {steps} steps, clipping "
+            f"C = {CLIP:g}, M = {M:g}, L = {L:g} on the scores sigmoid - 0.5, SGD "
+            f"(momentum {MOMENTUM:g}, learning rate {LR:g} decaying linearly to 0), "
+            f"targeting epsilon = {EPSILON:g} at delta = 1/n^2 = {delta:.2g}. alpha weighs "
+            "the statistical-parity penalty W2^2 between the two groups' score "
+            "distributions.\n\n" + "\n".join(rows) +
+            "\n\nepsilon (PLD) is privot's fixed-size PLD upper bound, calibrated once and "
+            "reused for every alpha (same sigma, steps and sampling rate); the paper's GDP "
+            "central-limit figure is an approximation beside it. The non-private reference "
+            "is full-batch BCE with the same optimiser and steps. The optimiser settings "
+            "are those of the Adult benchmark (`benchmarks/bench_learning_adult.py`), not "
+            "tuned on these data. The statistical-parity penalty equalises the groups' "
+            "score distributions whatever their incomes, so the equalized-odds difference "
+            "can grow as the demographic-parity difference shrinks. Accuracy, DP and EO "
+            "differences (fairlearn's definitions, threshold 0.5, test split) and the "
+            "histograms are **curator values** computed without noise: this report is the "
+            "curator's, not a release.")
+
+
+def _run(ctx: DemoContext) -> Section:
+    from privot.learning import fairness_groups
+
+    x, y, a = load_gss_wages()
+    tr, te = _split(ctx, y)
+    x_tr, y_tr, a_tr = x[tr], y[tr], a[tr]
+    x_te, y_te, a_te = x[te], y[te], a[te]
+    steps = STEPS[ctx.quick]
+    groups = fairness_groups(x_tr, y_tr, a_tr, criterion="sp")
+    numbers = _settings(x, groups, y_te, steps)
+    init_seed = _seed(ctx)
+
+    runs: list[tuple[str, np.ndarray, dict[str, float]]] = []
+    start = time.perf_counter()
+    ref = _non_private(x_tr, y_tr, init_seed, steps)
+    numbers["seconds"]["non-private"] = time.perf_counter() - start
+    s, m = _evaluate(ref, x_te, y_te, a_te)
+    numbers["models"]["non-private"] = m
+    runs.append(("non-private (reference)", s, m))
+    _private_runs(ctx, groups, (x_te, y_te, a_te), numbers, init_seed, runs)
+
+    figure = _figure(ctx, runs, a_te)
     sizes = ", ".join(f"{k}: {v}" for k, v in groups.sizes.items())
-    md = (f"A logistic classifier predicts whether a General Social Survey respondent's "
-          f"real income (`realrinc`, 1986 dollars) exceeds the public threshold "
-          f"{INCOME_THRESHOLD:,.0f} (`stevedata::gss_wages`, 1974-2018) from year, age, "
-          "occupational prestige, children, work status, education, marital status and "
-          "occupation group, encoded with public bounds and category lists; gender is "
-          "the sensitive attribute and not a feature. Rows without an income are dropped "
-          "(the curator's data preparation); a random public subsample of the rest gives "
-          f"{n} training and {len(y_te)} held-out records (base rate of the test split "
-          f"{numbers['base_rate_test (curator)']:.3f}, a curator value). Unit: one "
-          "respondent-year record of one gender group, replaced inside its group; the "
-          f"training group sizes are public ({sizes}; A = 1 is Female). DP-SGD with "
-          f"fixed-size batches of 1/5 of each group, {steps} steps, clipping "
-          f"C = {CLIP:g}, M = {M:g}, L = {L:g} on the scores sigmoid - 0.5, SGD "
-          f"(momentum {MOMENTUM:g}, learning rate {LR:g} decaying linearly to 0), "
-          f"targeting epsilon = {EPSILON:g} at delta = 1/n^2 = {delta:.2g}. alpha weighs "
-          "the statistical-parity penalty W2^2 between the two groups' score "
-          "distributions.\n\n" + "\n".join(rows) +
-          "\n\nepsilon (PLD) is privot's fixed-size PLD upper bound, calibrated once and "
-          "reused for every alpha (same sigma, steps and sampling rate); the paper's GDP "
-          "central-limit figure is an approximation beside it. The non-private reference "
-          "is full-batch BCE with the same optimiser and steps. The optimiser settings "
-          "are those of the Adult benchmark (`benchmarks/bench_learning_adult.py`), not "
-          "tuned on these data. The statistical-parity penalty equalises the groups' "
-          "score distributions whatever their incomes, so the equalized-odds difference "
-          "can grow as the demographic-parity difference shrinks. Accuracy, DP and EO "
-          "differences (fairlearn's definitions, threshold 0.5, test split) and the "
-          "histograms are **curator values** computed without noise: this report is the "
-          "curator's, not a release.")
-    return Section(key="learning", title="Private fair learning (paper 004)", markdown=md,
-                   numbers=numbers, figures=(figure,))
+    return Section(key="learning", title="Private fair learning (paper 004)",
+                   markdown=_markdown(numbers, sizes), numbers=numbers, figures=(figure,))

@@ -1,10 +1,7 @@
-"""The one place :mod:`privot.learning` imports torch (an optional extra)."""
+"""Old spelling of :mod:`privot.learning.torch_backend` (kept for existing imports)."""
 
 from __future__ import annotations
 
-from privot._optional import require
-
-torch = require("torch", "torch")
-func = require("torch.func", "torch")
+from privot.learning.torch_backend import func, torch
 
 __all__ = ["func", "torch"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 from privot.errors import InvalidParameterError
-from privot.learning._torch import torch
+from privot.learning.torch_backend import torch
 
 __all__ = ["JACOBIAN_CLIPPINGS", "gradient_clip_factors", "jacobian_clip_matrices",
            "project_to_ball"]

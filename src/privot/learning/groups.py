@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.learning._torch import torch
+from privot.learning.torch_backend import torch
 
 __all__ = ["CRITERIA", "Group", "Groups", "Pair", "fairness_groups", "matching_groups"]
 

@@ -34,7 +34,7 @@ No release here: these are exact computations whose results feed the clipping in
 from __future__ import annotations
 
 from privot.errors import InvalidParameterError
-from privot.learning._torch import func, torch
+from privot.learning.torch_backend import func, torch
 
 __all__ = [
     "METHODS",

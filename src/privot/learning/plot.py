@@ -16,7 +16,7 @@ colour-blind-safe palette.
 Privacy
 -------
 Score histograms are drawn from the curator's exact data and are **not** differentially
-private: like :mod:`privot.learning.metrics`, they belong in curator files only. A
+private: like :mod:`privot.evaluation.learning`, they belong in curator files only. A
 training-loss curve is computed from the private data too (only the model's parameters
 and the accountant's epsilon are released by training).
 """
@@ -30,7 +30,7 @@ import numpy as np
 
 from privot._optional import require
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.learning.metrics import _groups, _scores_1d, _to_numpy
+from privot.evaluation.learning_inputs import group_codes, scores_1d, to_numpy
 
 __all__ = ["plot_score_distributions", "plot_training", "plot_frontier", "OKABE_ITO"]
 
@@ -99,20 +99,20 @@ def plot_score_distributions(scores: Any, sensitive: Any, *, labels: Any = None,
     -------
     matplotlib.figure.Figure
     """
-    s = _scores_1d(scores, "scores")
+    s = scores_1d(scores, "scores")
     n = s.shape[0]
-    groups, codes = _groups(sensitive, n, "sensitive")
+    groups, codes = group_codes(sensitive, n, "sensitive")
     names = _group_names(labels, groups)
     if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
         raise InvalidParameterError("bins", bins, "an integer >= 1")
     columns = [("after", s)]
     if before is not None:
-        b = _scores_1d(before, "before")
+        b = scores_1d(before, "before")
         if b.shape[0] != n:
             raise InvalidDataError(f"before has {b.shape[0]} rows but scores has {n}")
         columns = [("before", b), ("after", s)]
     if y_true is not None:
-        yt = _to_numpy(y_true).reshape(-1)
+        yt = to_numpy(y_true).reshape(-1)
         if yt.shape[0] != n:
             raise InvalidDataError(f"y_true has {yt.shape[0]} rows but scores has {n}")
         row_values = np.unique(yt).tolist()
@@ -155,7 +155,7 @@ def plot_score_distributions(scores: Any, sensitive: Any, *, labels: Any = None,
 
 
 def _series(values: Any, name: str, n: int | None = None) -> np.ndarray:
-    arr = np.asarray(_to_numpy(values), dtype=np.float64).reshape(-1)
+    arr = np.asarray(to_numpy(values), dtype=np.float64).reshape(-1)
     if arr.size == 0:
         raise InvalidDataError(f"{name} is empty")
     if n is not None and arr.shape[0] != n:

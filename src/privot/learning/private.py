@@ -17,13 +17,15 @@ with ``o = model(x)`` and ``s = score_fn`` (default: the output itself). Each st
    Jacobians clipped to spectral norm ``L`` (exactly, or per coordinate as in Remark
    A.2), all as *one* weighted vector-Jacobian product of the batch outputs;
 3. adds Gaussian noise of standard deviation ``sigma * Delta`` from the secure sampler
-   (:func:`privot.privacy.noise.secure_gaussian`), ``Delta`` the sensitivity the library
-   computes (:func:`~privot.learning.sensitivity.objective_sensitivity`), and lets the
-   optimizer step.
+   (:func:`privot.privacy.mechanisms.add_gaussian_noise`), ``Delta`` the sensitivity the
+   library computes (:func:`~privot.learning.sensitivity.objective_sensitivity`), and
+   lets the optimizer step.
 
-``sigma`` is calibrated to ``(target_epsilon, target_delta)`` over ``steps`` steps with
-privot's fixed-size PLD accountant (tight upper bound); the paper's GDP central-limit
-figure (Sec. 5.3) and dp-accounting's RDP bound are reported beside it.
+The public choices of the run are one :class:`~privot.learning.params.LearningParams`
+(``make_private``'s keyword options build it); ``sigma`` is calibrated to
+``(target_epsilon, target_delta)`` over ``steps`` steps with privot's fixed-size PLD
+accountant (tight upper bound; :mod:`privot.learning.calibration`); the paper's GDP
+central-limit figure (Sec. 5.3) and dp-accounting's RDP bound are reported beside it.
 
 Privacy
 -------
@@ -40,66 +42,57 @@ are for the curator only.
 
 from __future__ import annotations
 
-import functools
-import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from privot._validation import (
-    check_delta,
-    check_epsilon,
-    check_int,
-    check_positive,
-    check_probability,
-)
-from privot.errors import InvalidDataError, InvalidParameterError
-from privot.learning._torch import func, torch
+from privot._params import build_params
+from privot.errors import InvalidParameterError
+from privot.learning.calibration import Calibration, calibrate_run
 from privot.learning.clipping import (
-    JACOBIAN_CLIPPINGS,
     gradient_clip_factors,
     jacobian_clip_matrices,
     project_to_ball,
 )
 from privot.learning.groups import Groups, fairness_groups
+from privot.learning.losses import LOSS_FUNCTIONS, LOSSES, resolve_loss
+from privot.learning.params import (
+    MAX_TARGET_EPSILON,
+    MIN_NOISE_MULTIPLIER,
+    PENALTIES,
+    LearningParams,
+)
 from privot.learning.per_example import (
-    METHODS,
     check_per_example_model,
     forward_with_grams,
     trainable_parameters,
     weighted_gradient,
 )
+from privot.learning.result import LearningResult
 from privot.learning.sampler import fixed_size_indices
-from privot.learning.sensitivity import Sensitivity, objective_sensitivity
+from privot.learning.torch_backend import func, torch
 from privot.learning.wasserstein import random_directions, sliced_w2_squared
-from privot.privacy.noise import check_rng, grid_exponent, resolve_rng, secure_gaussian
-from privot.privacy.types import Neighbouring, PrivacyCost
+from privot.privacy.mechanisms import add_gaussian_noise
+from privot.privacy.noise import check_rng, resolve_rng
+from privot.privacy.types import Neighbouring, PrivacyCost, check_spender
 
-__all__ = ["LOSSES", "PENALTIES", "PrivateWassersteinTrainer", "StepRecord", "make_private"]
+__all__ = [
+    "LOSSES",
+    "MAX_TARGET_EPSILON",
+    "MIN_NOISE_MULTIPLIER",
+    "PENALTIES",
+    "LearningParams",
+    "PrivateWassersteinTrainer",
+    "StepRecord",
+    "make_private",
+]
 
-PENALTIES = ("sp", "eo", "match", "none")
-LOSSES = ("bce", "mse", "cross-entropy")
 MECHANISM = "learning.dp-sgd-wasserstein"
-
-
-def _bce(out, y):
-    p = out[:, 0] if out.ndim == 2 else out
-    return torch.nn.functional.binary_cross_entropy(p, y.reshape(p.shape).to(p.dtype),
-                                                    reduction="none")
-
-
-def _mse(out, y):
-    return ((out - y.reshape(out.shape).to(out.dtype)) ** 2).reshape(out.shape[0], -1).sum(1)
-
-
-def _cross_entropy(out, y):
-    return torch.nn.functional.cross_entropy(out, y.reshape(-1).long(), reduction="none")
-
-
-_LOSS_FNS = {"bce": _bce, "mse": _mse, "cross-entropy": _cross_entropy}
+# the old private spelling of the named losses (benchmarks read it)
+_LOSS_FNS = LOSS_FUNCTIONS
 
 
 @dataclass(frozen=True)
@@ -128,75 +121,82 @@ class StepRecord:
     seconds: float
 
 
-#: The smallest noise multiplier accepted: below it a run's epsilon is in the hundreds
-#: (sigma = 0.5, p = 0.2, 300 steps: about 140) and the PLD grid no longer fits in memory.
-MIN_NOISE_MULTIPLIER = 0.5
-#: The largest target epsilon accepted (a larger one would call for sigma below the floor).
-MAX_TARGET_EPSILON = 100.0
-
-
-@dataclass
-class _Calibration:
-    noise_multiplier: float
-    epsilon: float
-    epsilon_paper: float
-    calibrated: bool
-    steps: int
-    sampling_rate: float
-    delta: float
-    _epsilon_rdp: float | None = None
-
-    @property
-    def epsilon_rdp(self) -> float | None:
-        """dp-accounting's RDP bound for the same event (computed once, on demand)."""
-        if self._epsilon_rdp is None:
-            from privot.privacy.accounting import rdp_epsilon
-
-            try:
-                self._epsilon_rdp = rdp_epsilon(
-                    noise_multiplier=self.noise_multiplier, sampling_rate=self.sampling_rate,
-                    steps=self.steps, delta=self.delta, sampling="fixed-size")
-            except (ValueError, OverflowError):  # dp-accounting refuses extreme inputs
-                return None
-        return self._epsilon_rdp
-
-
-@dataclass
+@dataclass(repr=False)
 class PrivateWassersteinTrainer:
     """The private training loop returned by :func:`make_private` (see the module docs).
 
     Use :meth:`step` for one DP step or :meth:`train` for the remaining ones; read the
-    guarantee from :attr:`epsilon`, :meth:`privacy_report` and :meth:`epsilon_curve`.
+    guarantee from :attr:`epsilon`, :meth:`privacy_report` and :meth:`epsilon_curve`,
+    and collect a trained run with :meth:`result`.
+
+    Attributes
+    ----------
+    model, optimizer
+        As given to :func:`make_private`.
+    groups : Groups
+        The data (group sizes are public).
+    params : LearningParams
+        The public choices of the run; each field is also readable here
+        (``trainer.alpha``, ``trainer.clip``, ...).
+    calibration : Calibration
+        The public numbers computed from them and the group sizes (batch sizes,
+        sampling rate, sensitivity, release grid, sigma, epsilon), also readable here
+        (``trainer.batch_sizes``, ``trainer.sensitivity``, ...).
+    score_fn : callable or None
+        Maps outputs to the penalised scores (None: the outputs).
+    rng, secure
+        The generator of the batches and the noise, and whether it is the OS CSPRNG.
+    direction_generator : torch.Generator
+        The public generator of the sliced directions.
+    accountant
+        Charged for the whole run by :func:`make_private`.
+    history : list of StepRecord
+        Curator-only.
+    steps_taken : int
     """
 
     model: Any
     optimizer: Any
     groups: Groups
-    penalty: str
-    alpha: float
-    steps: int
-    delta: float
-    batch_sizes: tuple
-    clip: float
-    M: float
-    L: float
-    jacobian_clipping: str
-    n_projections: int
-    loss_fn: Callable | None
-    loss_name: str
+    params: LearningParams
+    calibration: Calibration
     score_fn: Callable | None
-    sensitivity: Sensitivity
-    sampling_rate: float
-    calibration: _Calibration
-    method: str
-    grid_exponent: int
-    effective_sensitivity: float
     rng: Any
     secure: bool
     direction_generator: Any
     accountant: Any
     history: list = field(default_factory=list)
     steps_taken: int = 0
+
+    # -- the public choices and numbers, read through -----------------------------------
+
+    penalty = property(lambda self: self.params.penalty, doc="The fairness penalty.")
+    alpha = property(lambda self: self.params.alpha, doc="Weight of the Wasserstein term.")
+    steps = property(lambda self: self.params.steps, doc="``T``, the steps charged for.")
+    delta = property(lambda self: self.params.target_delta, doc="Delta of the whole run.")
+    clip = property(lambda self: self.params.clip, doc="``C``, the ERM gradient clip.")
+    M = property(lambda self: self.params.M, doc="``M``, the activation clip.")
+    L = property(lambda self: self.params.L, doc="``L``, the Jacobian clip.")
+    jacobian_clipping = property(lambda self: self.params.jacobian_clipping,
+                                 doc="Spectral or per-coordinate Jacobian clipping.")
+    n_projections = property(lambda self: self.params.n_projections,
+                             doc="Directions of the sliced distance.")
+    method = property(lambda self: self.params.method,
+                      doc="How per-example Jacobian Grams are computed.")
+    loss_fn = property(lambda self: resolve_loss(self.params.loss)[0],
+                       doc="The per-example loss (None: no ERM term).")
+    loss_name = property(lambda self: resolve_loss(self.params.loss)[1],
+                         doc="The name the run records for its loss.")
+    batch_sizes = property(lambda self: self.calibration.batch_sizes,
+                           doc="``n'_j`` per group, in group order.")
+    sampling_rate = property(lambda self: self.calibration.sampling_rate,
+                             doc="``p``, the largest ``n'_j / n_j`` over private groups.")
+    sensitivity = property(lambda self: self.calibration.sensitivity,
+                           doc="``Delta`` of the clipped gradient.")
+    grid_exponent = property(lambda self: self.calibration.grid_exponent,
+                             doc="``k`` of the release grid ``2^-k Z``.")
+    effective_sensitivity = property(lambda self: self.calibration.effective_sensitivity,
+                                     doc="``Delta'`` of the gradient rounded to the grid.")
 
     # -- the guarantee (public) ---------------------------------------------------------
 
@@ -400,11 +400,13 @@ class PrivateWassersteinTrainer:
         r"""``values`` (any shape, last axis the flat gradient) plus the step's noise.
 
         The secure discrete Gaussian of standard deviation :attr:`noise_std` on the grid
-        :math:`2^{-k}\mathbb Z` (:func:`privot.privacy.noise.secure_gaussian`); ``rng``
+        :math:`2^{-k}\mathbb Z` (:func:`privot.privacy.mechanisms.add_gaussian_noise`:
+        the whole run is calibrated and charged by :func:`make_private`); ``rng``
         defaults to the trainer's. Audits call it on many copies at once.
         """
-        return secure_gaussian(values, self.noise_std, rng=self.rng if rng is None else rng,
-                               grid_exponent=self.grid_exponent)
+        return add_gaussian_noise(values, sigma=self.noise_std,
+                                  rng=self.rng if rng is None else rng,
+                                  grid_exponent=self.grid_exponent)
 
     def _add_noise(self, grads: list) -> list:
         flat = torch.cat([g.reshape(-1) for g in grads]).detach().to("cpu", torch.float64)
@@ -472,6 +474,30 @@ class PrivateWassersteinTrainer:
         bar.close()
         return out
 
+    def result(self, *, architecture: Mapping[str, Any],
+               settings: Mapping[str, Any] | None = None, **curator: Any) -> LearningResult:
+        """The run as a :class:`~privot.learning.result.LearningResult` (save it with
+        ``.save(folder)``).
+
+        Parameters
+        ----------
+        architecture : mapping
+            Describes the model for ``release.json`` (e.g.
+            :func:`~privot.learning.result.describe_classifier`).
+        settings : mapping, optional
+            Public settings to record beside the guarantee (encoding, hyperparameters).
+        **curator
+            ``metrics``, ``scores``, ``curator`` (curator-only) and ``curve_points``, as
+            :meth:`LearningResult.from_trainer <privot.learning.result.LearningResult.from_trainer>`
+            takes them.
+
+        Returns
+        -------
+        LearningResult
+        """
+        return LearningResult.from_trainer(self, architecture=architecture,
+                                           settings=settings, **curator)
+
     def __repr__(self) -> str:
         return (f"PrivateWassersteinTrainer({self.penalty}, alpha={self.alpha:g}, "
                 f"steps {self.steps_taken}/{self.steps}, sigma={self.noise_multiplier:.4g}, "
@@ -481,75 +507,6 @@ class PrivateWassersteinTrainer:
 # ---------------------------------------------------------------------------
 # make_private
 # ---------------------------------------------------------------------------
-
-
-def _batch_sizes(groups: Groups, batch_fraction, batch_sizes) -> tuple:
-    if batch_sizes is not None:
-        if isinstance(batch_sizes, Mapping):
-            missing = [g.name for g in groups.groups if g.name not in batch_sizes]
-            if missing:
-                raise InvalidParameterError("batch_sizes", dict(batch_sizes),
-                                            f"a size for every group; missing {missing}")
-            sizes = [batch_sizes[g.name] for g in groups.groups]
-        else:
-            sizes = list(batch_sizes)
-            if len(sizes) != len(groups.groups):
-                raise InvalidParameterError("batch_sizes", batch_sizes,
-                                            f"{len(groups.groups)} sizes, one per group")
-        sizes = [check_int(b, "batch_sizes", minimum=1) for b in sizes]
-    else:
-        q = check_probability(batch_fraction, "batch_fraction", open_left=True)
-        sizes = [max(1, int(round(q * g.size))) for g in groups.groups]
-    for g, b in zip(groups.groups, sizes, strict=True):
-        if g.size < 2:
-            raise InvalidDataError(f"group {g.name} has {g.size} record: a Wasserstein "
-                                   "term needs at least 2 per group")
-        if b > g.size:
-            raise InvalidParameterError("batch_sizes", {g.name: b},
-                                        f"at most the group size {g.size} (group {g.name})")
-    return tuple(sizes)
-
-
-@functools.lru_cache(maxsize=128)
-def _calibrated_sigma(target_epsilon: float, delta: float, steps: int, q: float
-                      ) -> tuple[float, float]:
-    """PLD calibration, cached: sweeps of alpha at one (eps, delta, T, p) pay it once."""
-    from privot.privacy.accounting import calibrate_noise_multiplier
-
-    cal = calibrate_noise_multiplier(target_epsilon, delta, steps=steps, sampling_rate=q,
-                                     accountant="pld", sampling="fixed-size")
-    return cal.noise_multiplier, cal.epsilon
-
-
-@functools.lru_cache(maxsize=128)
-def _pld_epsilon(sigma: float, delta: float, steps: int, q: float) -> float:
-    from privot.privacy.accounting import pld_epsilon
-
-    return float(pld_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps,
-                             delta=delta, sampling="fixed-size"))
-
-
-def _calibrate(target_epsilon, noise_multiplier, delta: float, steps: int, q: float
-               ) -> _Calibration:
-    from privot.privacy.accounting import gdp_clt_epsilon
-
-    if noise_multiplier is None:
-        if target_epsilon > MAX_TARGET_EPSILON:
-            raise InvalidParameterError("target_epsilon", target_epsilon,
-                                        f"at most {MAX_TARGET_EPSILON:g}")
-        sigma, eps = _calibrated_sigma(float(target_epsilon), delta, steps, q)
-        calibrated = True
-    else:
-        sigma = check_positive(noise_multiplier, "noise_multiplier")
-        if sigma < MIN_NOISE_MULTIPLIER:
-            raise InvalidParameterError("noise_multiplier", noise_multiplier,
-                                        f"at least {MIN_NOISE_MULTIPLIER} (below it epsilon "
-                                        "is in the hundreds)")
-        eps = _pld_epsilon(sigma, delta, steps, q)
-        calibrated = False
-    eps_paper = gdp_clt_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps,
-                                delta=delta, sampling="fixed-size")
-    return _Calibration(sigma, float(eps), float(eps_paper), calibrated, steps, q, delta)
 
 
 def _probe_model(model, groups: Groups) -> None:
@@ -572,17 +529,58 @@ def _probe_model(model, groups: Groups) -> None:
                                     "a model with finite outputs")
 
 
-def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float = 0.5,
-                 target_epsilon: float | None = None, target_delta: float | None = None,
-                 steps: int = 500, batch_fraction: float = 0.2,
-                 batch_sizes: Sequence[int] | Mapping[str, int] | None = None,
-                 clip: float = 5.0, M: float = 1.0, L: float = 1.0,
-                 loss: str | Callable | None = "bce", score_fn: Callable | None = None,
-                 n_projections: int = 50, jacobian_clipping: str = "spectral",
-                 noise_multiplier: float | None = None, accountant=None,
-                 rng: np.random.Generator | int | None = None, direction_seed: int = 0,
-                 method: str = "auto", labels: tuple = (0, 1),
-                 sensitive_values: tuple = (0, 1)) -> PrivateWassersteinTrainer:
+#: The groups' criteria each penalty accepts.
+_CRITERIA_OF_PENALTY = {"sp": ("sp",), "eo": ("eo",), "match": ("match",),
+                        "none": ("sp", "eo", "match")}
+
+
+def _resolve_groups(groups, penalty: str, labels: tuple, sensitive_values: tuple) -> Groups:
+    """``groups`` as a :class:`Groups` matching ``penalty`` (a tuple ``(x, y, sensitive)``
+    builds the fairness groups of the penalty)."""
+    if isinstance(groups, tuple) and len(groups) == 3:
+        if penalty not in ("sp", "eo", "none"):
+            raise InvalidParameterError("groups", "a tuple (x, y, sensitive)",
+                                        "a Groups from matching_groups for penalty='match'")
+        groups = fairness_groups(*groups, criterion="eo" if penalty == "eo" else "sp",
+                                 labels=labels, sensitive_values=sensitive_values)
+    if not isinstance(groups, Groups):
+        raise InvalidParameterError("groups", type(groups).__name__,
+                                    "a Groups (fairness_groups / matching_groups) or a tuple "
+                                    "(x, y, sensitive)")
+    if groups.criterion not in _CRITERIA_OF_PENALTY[penalty]:
+        raise InvalidParameterError("penalty", penalty,
+                                    f"one matching the groups' criterion {groups.criterion!r}")
+    return groups
+
+
+def _charge(accountant, groups: Groups, params: LearningParams, cal: Calibration):
+    """Charge the whole run (its event: ``T`` fixed-size subsampled Gaussian steps, so a
+    budget ledger composes it tightly with the data set's other releases) before any
+    data is read; without an accountant, one holding exactly this run."""
+    from privot.privacy.events import SubsampledGaussianEvent
+
+    if accountant is None:  # every run keeps its ledger: a budget of exactly this run
+        from privot.privacy.budget import PrivacyAccountant
+
+        accountant = PrivacyAccountant(cal.epsilon, cal.delta, name="learning-run")
+    event = SubsampledGaussianEvent(cal.noise_multiplier, cal.sampling_rate, cal.steps,
+                                    "fixed-size", cal.epsilon, cal.delta)
+    accountant.spend(PrivacyCost(cal.epsilon, cal.delta, event=event), mechanism=MECHANISM,
+                     relation=Neighbouring.REPLACE_ONE_IN_GROUP,
+                     params={"noise_multiplier": cal.noise_multiplier,
+                             "sensitivity": cal.sensitivity.value,
+                             "effective_sensitivity": cal.effective_sensitivity,
+                             "steps": cal.steps, "sampling_rate": cal.sampling_rate,
+                             "sampling": "fixed-size", "group_sizes": groups.sizes,
+                             "penalty": params.penalty, "alpha": params.alpha})
+    return accountant
+
+
+def make_private(model, optimizer, groups, params: LearningParams | None = None, *,
+                 accountant=None, rng: np.random.Generator | int | None = None,
+                 score_fn: Callable | None = None, labels: tuple = (0, 1),
+                 sensitive_values: tuple = (0, 1), **options: Any
+                 ) -> PrivateWassersteinTrainer:
     r"""Make ``model`` trainable with DP-SGD on a (sliced) Wasserstein objective.
 
     Parameters
@@ -597,34 +595,14 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
         :func:`~privot.learning.groups.fairness_groups` /
         :func:`~privot.learning.groups.matching_groups`, or ``(x, y, sensitive)`` from
         which the groups of ``penalty`` ("sp" or "eo") are built. Group sizes are public.
-    penalty : {"sp", "eo", "match", "none"}, default "sp"
-        Statistical parity (Eq. 5), equality of odds (Eq. 6), the free-form pair of
-        :func:`matching_groups`, or none (plain DP-SGD, ``alpha`` must be 0).
-    alpha : float, default 0.5
-        Weight of the Wasserstein term, in [0, 1].
-    target_epsilon, target_delta : float
-        The guarantee of the whole run; ``sigma`` is calibrated to it. Give
-        ``noise_multiplier`` instead of ``target_epsilon`` to fix ``sigma``.
-    steps : int, default 500
-        ``T``. The run is charged for all of them up front.
-    batch_fraction : float, default 0.2
-        ``n'_j / n_j`` (the paper uses about 1/5); or give ``batch_sizes``.
-    batch_sizes : sequence or mapping of int, optional
-    clip : float, default 5.0
-        ``C``: per-example clipping of the loss gradients.
-    M, L : float, default 1.0
-        Activation and Jacobian clipping of the Wasserstein term.
-    loss : {"bce", "mse", "cross-entropy"} or callable or None, default "bce"
-        Per-example loss ``loss(outputs (B, d), targets) -> (B,)``; ``"bce"`` takes
-        probabilities (the paper's sigmoid classifier). None: no ERM term.
-    score_fn : callable, optional
-        Maps outputs ``(B, d_o)`` to the penalised scores ``(B, d_s)`` (row-wise); default
-        the outputs themselves.
-    n_projections : int, default 50
-        Monte-Carlo directions of the sliced distance (ignored in 1-D).
-    jacobian_clipping : {"spectral", "per-coordinate"}, default "spectral"
-        Exact spectral clipping, or the paper's per-coordinate clipping (Remark A.2).
-    noise_multiplier : float, optional
+    params : LearningParams, optional
+        The public choices of the run (:class:`~privot.learning.params.LearningParams`:
+        ``penalty``, ``alpha``, ``target_epsilon``, ``target_delta`` (required),
+        ``noise_multiplier``, ``steps``, ``batch_fraction``, ``batch_sizes``, ``clip``,
+        ``M``, ``L``, ``loss``, ``n_projections``, ``jacobian_clipping``,
+        ``direction_seed``, ``method``). Keyword ``options`` of the same names build it
+        or replace its fields: ``make_private(model, opt, groups, target_epsilon=1.0,
+        target_delta=1e-5, steps=300)``.
     accountant : PrivacyAccountant, optional
         Charged ``(epsilon, delta)`` of the whole run now; refuses if it cannot pay.
         Default: a new accountant holding exactly this run (``trainer.accountant``).
@@ -633,12 +611,13 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
         ``numpy.random.default_rng(seed)``, ``secure=False``).
         None (default): the OS CSPRNG for the batches and the noise. A seeded generator
         makes a run reproducible and is reported as not secure.
-    direction_seed : int, default 0
-        Seed of the public generator of the sliced directions.
-    method : {"auto", "ghost", "functional"}
-        How per-example Jacobian Grams are computed (:mod:`~privot.learning.per_example`).
+    score_fn : callable, optional
+        Maps outputs ``(B, d_o)`` to the penalised scores ``(B, d_s)`` (row-wise); default
+        the outputs themselves.
     labels, sensitive_values : tuple
         The stated classes (for tuple ``groups``).
+    **options
+        Fields of :class:`~privot.learning.params.LearningParams`.
 
     Returns
     -------
@@ -652,108 +631,21 @@ def make_private(model, optimizer, groups, *, penalty: str = "sp", alpha: float 
     is charged before any data is read.
     """
     rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
-    if penalty not in PENALTIES:
-        raise InvalidParameterError("penalty", penalty, f"one of {PENALTIES}")
-    alpha = check_probability(alpha, "alpha")
-    if penalty == "none" and alpha != 0:
-        raise InvalidParameterError("alpha", alpha, "0 with penalty='none'")
+    params = build_params(LearningParams, params, options)
     check_per_example_model(model)
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise InvalidParameterError("optimizer", type(optimizer).__name__,
                                     "a torch.optim.Optimizer over the model's parameters")
-    if isinstance(groups, tuple) and len(groups) == 3:
-        if penalty not in ("sp", "eo", "none"):
-            raise InvalidParameterError("groups", "a tuple (x, y, sensitive)",
-                                        "a Groups from matching_groups for penalty='match'")
-        groups = fairness_groups(*groups, criterion="eo" if penalty == "eo" else "sp",
-                                 labels=labels, sensitive_values=sensitive_values)
-    if not isinstance(groups, Groups):
-        raise InvalidParameterError("groups", type(groups).__name__,
-                                    "a Groups (fairness_groups / matching_groups) or a tuple "
-                                    "(x, y, sensitive)")
-    expected = {"sp": ("sp",), "eo": ("eo",), "match": ("match",), "none": ("sp", "eo",
-                                                                            "match")}
-    if groups.criterion not in expected[penalty]:
-        raise InvalidParameterError("penalty", penalty,
-                                    f"one matching the groups' criterion {groups.criterion!r}")
-    delta = check_delta(target_delta, "target_delta", allow_zero=False) \
-        if target_delta is not None else None
-    if delta is None:
-        raise InvalidParameterError("target_delta", None, "a number in (0, 1)")
-    if (target_epsilon is None) == (noise_multiplier is None):
-        raise InvalidParameterError("target_epsilon", target_epsilon,
-                                    "exactly one of target_epsilon and noise_multiplier")
-    if target_epsilon is not None:
-        target_epsilon = check_epsilon(target_epsilon, "target_epsilon")
-    steps = check_int(steps, "steps", minimum=1)
-    if isinstance(loss, str):
-        if loss not in _LOSS_FNS:
-            raise InvalidParameterError("loss", loss, f"one of {LOSSES}, a callable or None")
-        loss_fn, loss_name = _LOSS_FNS[loss], loss
-    elif loss is None or callable(loss):
-        loss_fn, loss_name = loss, getattr(loss, "__name__", "none" if loss is None
-                                           else "custom")
-    else:
-        raise InvalidParameterError("loss", loss, f"one of {LOSSES}, a callable or None")
-    use_erm = alpha < 1 and loss_fn is not None
-    if alpha < 1 and loss_fn is None:
-        raise InvalidParameterError("loss", None, "a loss when alpha < 1")
-    clip = check_positive(clip, "clip") if use_erm else float(clip or 0.0)
-    if alpha > 0:
-        M = check_positive(M, "M")
-        L = check_positive(L, "L")
-    if jacobian_clipping not in JACOBIAN_CLIPPINGS:
-        raise InvalidParameterError("jacobian_clipping", jacobian_clipping,
-                                    f"one of {JACOBIAN_CLIPPINGS}")
-    n_projections = check_int(n_projections, "n_projections", minimum=1)
-    if method not in METHODS:
-        raise InvalidParameterError("method", method, f"one of {METHODS}")
-    if accountant is not None and not hasattr(accountant, "spend"):
-        raise InvalidParameterError("accountant", accountant,
-                                    "None or an object with spend() (a PrivacyAccountant)")
-    sizes = _batch_sizes(groups, batch_fraction, batch_sizes)
-    private = [(g, b) for g, b in zip(groups.groups, sizes, strict=True) if g.private]
-    q = max(b / g.size for g, b in private)
-    sens = objective_sensitivity(groups, sizes, alpha=alpha, C=clip, M=M, L=L, erm=use_erm)
-    if sens.value <= 0:
-        raise InvalidParameterError("alpha", alpha, "a value giving a private group a "
-                                    "non-zero gradient (check loss, alpha and groups)")
-    for pair in groups.pairs:
-        if pair.a == pair.b:
-            raise InvalidParameterError("groups", f"pair ({pair.a}, {pair.b})",
-                                        "pairs of two different groups")
+    groups = _resolve_groups(groups, params.penalty, labels, sensitive_values)
+    check_spender(accountant)
     _probe_model(model, groups)
     _, secure = resolve_rng(rng)
-    # The release grid 2^-k (float-attack safety) and the rounded gradient's sensitivity.
-    root_p = math.sqrt(sum(p.numel() for p in trainable_parameters(model)))
-    k = grid_exponent(sens.value / root_p)
-    effective = math.nextafter(sens.value + math.ldexp(root_p, -k), math.inf)
-    cal = _calibrate(target_epsilon, noise_multiplier, delta, steps, q)
-    if accountant is None:  # every run keeps its ledger: a budget of exactly this run
-        from privot.privacy.budget import PrivacyAccountant
-
-        accountant = PrivacyAccountant(cal.epsilon, delta, name="learning-run")
-    # Charge the whole run before any data is read.
-    # the event says what runs (T fixed-size subsampled Gaussian steps), so that a budget
-    # ledger composes the run tightly with the data set's other releases
-    from privot.privacy.events import SubsampledGaussianEvent
-
-    event = SubsampledGaussianEvent(cal.noise_multiplier, q, steps, "fixed-size",
-                                    cal.epsilon, delta)
-    accountant.spend(PrivacyCost(cal.epsilon, delta, event=event), mechanism=MECHANISM,
-                     relation=Neighbouring.REPLACE_ONE_IN_GROUP,
-                     params={"noise_multiplier": cal.noise_multiplier,
-                             "sensitivity": sens.value,
-                             "effective_sensitivity": effective, "steps": steps,
-                             "sampling_rate": q, "sampling": "fixed-size",
-                             "group_sizes": groups.sizes, "penalty": penalty,
-                             "alpha": alpha})
+    cal = calibrate_run(groups, params, n_parameters=sum(
+        p.numel() for p in trainable_parameters(model)))
+    accountant = _charge(accountant, groups, params, cal)
     gen = torch.Generator(device="cpu")
-    gen.manual_seed(int(direction_seed))
+    gen.manual_seed(params.direction_seed)
     return PrivateWassersteinTrainer(
-        model=model, optimizer=optimizer, groups=groups, penalty=penalty, alpha=alpha,
-        steps=steps, delta=delta, batch_sizes=sizes, clip=clip, M=float(M), L=float(L),
-        jacobian_clipping=jacobian_clipping, n_projections=n_projections, loss_fn=loss_fn,
-        loss_name=loss_name, score_fn=score_fn, sensitivity=sens, sampling_rate=q,
-        calibration=cal, method=method, grid_exponent=k, effective_sensitivity=effective,
-        rng=rng, secure=secure, direction_generator=gen, accountant=accountant)
+        model=model, optimizer=optimizer, groups=groups, params=params, calibration=cal,
+        score_fn=score_fn, rng=rng, secure=secure, direction_generator=gen,
+        accountant=accountant)

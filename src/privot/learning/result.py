@@ -98,7 +98,7 @@ def build_classifier(n_features: int, *, model: str = "logistic",
     -------
     torch.nn.Sequential
     """
-    from privot.learning._torch import torch
+    from privot.learning.torch_backend import torch
 
     if model not in MODELS:
         raise InvalidParameterError("model", model, f"one of {MODELS}")
@@ -141,7 +141,7 @@ def load_model(folder: str | Path):
     torch.nn.Sequential
         In evaluation mode; inputs are encoded as ``release.json["features"]`` says.
     """
-    from privot.learning._torch import torch
+    from privot.learning.torch_backend import torch
 
     folder = Path(folder)
     release = json.loads((folder / "release.json").read_text())
@@ -390,7 +390,7 @@ class LearningResult(ReleaseResult):
         dict
             ``{"publishable": [...], "curator": [...]}``: the file names written.
         """
-        from privot.learning._torch import torch
+        from privot.learning.torch_backend import torch
 
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)

@@ -2,8 +2,8 @@ r"""Fixed-size sampling without replacement from the secure generator (Algorithm
 
 Each step draws, for every group, ``k`` of its ``n`` records uniformly without
 replacement: one exact uniform 62-bit key per record from
-:func:`privot.privacy.noise.uniform_integers` (the OS CSPRNG by default), and the ``k``
-records with the smallest keys (vectorised; exactly uniform, see the code).
+:func:`privot.privacy.mechanisms.secret_uniform_integers` (the OS CSPRNG by default),
+and the ``k`` records with the smallest keys (vectorised; exactly uniform, see the code).
 The sample is part of the secret: amplification (Lemma 5.1) holds only if nobody can
 predict it, so it never comes from a seeded or public generator in a release.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from privot.errors import InvalidParameterError
-from privot.privacy.noise import uniform_integers
+from privot.privacy.mechanisms import secret_uniform_integers
 
 __all__ = ["fixed_size_indices"]
 
@@ -53,7 +53,7 @@ def fixed_size_indices(n: int, k: int, *, rng: np.random.Generator | None = None
         # k-subset by exchangeability, provided the k-th and (k+1)-th keys differ (the
         # rule is then unambiguous; redrawing on a tie, probability < n 2^-62, is an
         # event symmetric in the records, so the conditional law stays uniform).
-        keys = np.asarray(uniform_integers(_KEY_RANGE, size=n, rng=rng))
+        keys = np.asarray(secret_uniform_integers(_KEY_RANGE, size=n, rng=rng))
         part = np.argpartition(keys, k)
         if keys[part[:k]].max() < keys[part[k]]:
             return np.sort(part[:k]).astype(np.int64)

@@ -28,7 +28,7 @@ import functools
 import numpy as np
 
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.learning._torch import torch
+from privot.learning.torch_backend import torch
 
 __all__ = ["quantile_segments", "random_directions", "sliced_w2_squared", "w2_squared_1d"]
 
