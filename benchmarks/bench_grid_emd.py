@@ -1,6 +1,6 @@
 """Speed and agreement of the exact grid EMD (paper 002, Sec. 2.1 / Sec. 4 "EMD").
 
-:func:`privot.heatmaps.metrics.grid_emd` solves the L1-ground-cost EMD as a min-cost flow
+:func:`privot.evaluation.heatmaps.grid_emd` solves the L1-ground-cost EMD as a min-cost flow
 on the 4-neighbour grid graph (about 4 Delta^2 arcs). This benchmark times it at
 Delta = 32, 64, 128, 256 with both solvers it offers (POT's sparse network simplex, the
 default, and SciPy's HiGHS dual simplex), next to POT's dense ``ot.emd2`` on the full
@@ -36,7 +36,7 @@ import scipy
 from scipy.ndimage import gaussian_filter
 from scipy.spatial.distance import cdist
 
-from privot.heatmaps.metrics import _grid_emd_bounds, grid_emd
+from privot.evaluation.heatmaps import _grid_emd_bounds, grid_emd
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DELTAS = (32, 64, 128, 256)

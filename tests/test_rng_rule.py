@@ -45,7 +45,8 @@ def _heatmap(rng):
     gen = np.random.default_rng(0)
     df = pd.DataFrame({"user_id": np.repeat(np.arange(40), 3),
                        "x": gen.uniform(0, 1, 120), "y": gen.uniform(0, 1, 120)})
-    res = private_heatmap(df, grid=Grid((0.0, 1.0, 0.0, 1.0), 16), epsilon=1.0, rng=rng)
+    res = private_heatmap(df, grid=Grid((0.0, 1.0, 0.0, 1.0), 16), epsilon=1.0, x="x", y="y",
+                          rng=rng)
     return res.heatmap, res.release.secure
 
 

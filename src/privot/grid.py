@@ -19,7 +19,17 @@ from privot.bounds import ASPECTS, CellAssignment, Grid
 from privot.engines.base import double_literal
 from privot.errors import InvalidParameterError
 
-__all__ = ["ASPECTS", "CELL_SQL", "Grid", "CellAssignment", "cell_sql", "check_point_columns"]
+__all__ = ["ASPECTS", "CELL_SQL", "DEFAULT_USER_COLUMN", "DEFAULT_X_COLUMN", "DEFAULT_Y_COLUMN",
+           "Grid", "CellAssignment", "cell_sql", "check_point_columns"]
+
+# -- the one column rule of a table of user points (heatmaps, sampling, the CLI) --------
+
+#: The user-id column of a table of points, unless named (library, engines and CLI).
+DEFAULT_USER_COLUMN = "user_id"
+#: The x column (longitude for geographic data), unless named.
+DEFAULT_X_COLUMN = "longitude"
+#: The y column (latitude for geographic data), unless named.
+DEFAULT_Y_COLUMN = "latitude"
 
 
 # -- the same assignment in SQL, for the engine steps over a grid (heatmaps, sampling) --

@@ -37,6 +37,27 @@ def test_id_column_is_user_column(command):
     assert _parse(command, "--user-column", "uid").user_column == "uid"
 
 
+def test_heatmap_defaults_are_the_librarys_one_column_rule():
+    """Issue 25: privot heatmap, aggregate_user_cells and private_heatmap read the same
+    columns when none are named (privot.heatmaps.points)."""
+    import inspect
+
+    from privot.heatmaps import (
+        DEFAULT_USER_COLUMN,
+        DEFAULT_X_COLUMN,
+        DEFAULT_Y_COLUMN,
+        aggregate_user_cells,
+    )
+
+    args = _parse("heatmap")
+    assert args.user_column == DEFAULT_USER_COLUMN == "user_id"
+    assert args.columns == [DEFAULT_X_COLUMN, DEFAULT_Y_COLUMN] == ["longitude", "latitude"]
+    engine = inspect.signature(aggregate_user_cells).parameters
+    assert (engine["user_column"].default, engine["x_column"].default,
+            engine["y_column"].default) == (DEFAULT_USER_COLUMN, DEFAULT_X_COLUMN,
+                                            DEFAULT_Y_COLUMN)
+
+
 def test_barycenter_takes_d_columns_and_a_group_column():
     args = _parse("barycenter", "--columns", "a,b,c", "--group-column", "g")
     assert args.columns == ["a", "b", "c"] and args.group_column == "g"

@@ -123,11 +123,16 @@ def test_heatmap_choices_and_defaults_are_the_librarys():
                                                                rel=1e-15)
     assert _option("heatmap", "sigma").default == api.DEFAULT_SIGMA
     assert tuple(_option("heatmap", "aspect").choices) == grid.ASPECTS
+    # issue 25: one column rule, the library's defaults are the CLI's
+    assert tuple(_option("heatmap", "columns").default) == (grid.DEFAULT_X_COLUMN,
+                                                             grid.DEFAULT_Y_COLUMN)
+    assert _option("heatmap", "user_column").default == grid.DEFAULT_USER_COLUMN
     # issue 25: --method is private_heatmap's parameter, its choices the library's
     assert heatmap.METHODS == api.METHODS
     assert tuple(_option("heatmap", "method").choices) == api.METHODS
     assert _option("heatmap", "method").default == api.METHODS[0] == "pyramid"
-    assert inspect.signature(api.private_heatmap).parameters["method"].default == (
+    params = importlib.import_module("privot.heatmaps.params")
+    assert inspect.signature(params.HeatmapParams).parameters["method"].default == (
         _option("heatmap", "method").default)
 
 

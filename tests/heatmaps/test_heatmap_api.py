@@ -12,6 +12,7 @@ from privot.errors import BudgetExceededError, InvalidDataError, InvalidParamete
 from privot.heatmaps import (
     CellSums,
     Grid,
+    HeatmapParams,
     HeatmapResult,
     gaussian_heatmap,
     private_heatmap,
@@ -74,8 +75,8 @@ def test_input_forms_give_the_same_release():
     a = private_heatmap(df, x="lon", y="lat", rng=np.random.default_rng(3), **kw)
     b = private_heatmap(user=users, x=xs, y=ys, rng=np.random.default_rng(3), **kw)
     c = private_heatmap(cs, rng=np.random.default_rng(3), **kw)
-    d = private_heatmap({"user_id": users, "x": xs, "y": ys}, rng=np.random.default_rng(3),
-                        **kw)
+    d = private_heatmap({"user_id": users, "x": xs, "y": ys}, x="x", y="y",
+                        rng=np.random.default_rng(3), **kw)
     for r in (b, c, d):
         np.testing.assert_array_equal(r.distribution, a.distribution)
         np.testing.assert_array_equal(r.heatmap, a.heatmap)
@@ -190,3 +191,116 @@ def test_full_lp_only_on_small_grids():
     res = private_heatmap(_frame(), grid=GRID, epsilon=1.0, x="lon", y="lat", lp="full",
                           rng=np.random.default_rng(0))
     assert res.diagnostics.reconstruction.lp == "full"
+
+
+# -- the one column rule (issue 25): user_id / longitude / latitude everywhere --------------
+
+
+def test_default_columns_are_the_engines_and_the_clis():
+    """A table that works with aggregate_user_cells works with private_heatmap as is."""
+    from privot.heatmaps import aggregate_user_cells
+
+    df = _frame(seed=2).rename(columns={"lon": "longitude", "lat": "latitude"})
+    a = private_heatmap(df, grid=GRID, epsilon=1.0, rng=np.random.default_rng(4))
+    b = private_heatmap(aggregate_user_cells(df, grid=GRID), grid=GRID, epsilon=1.0,
+                        rng=np.random.default_rng(4))
+    np.testing.assert_array_equal(a.distribution, b.distribution)
+
+
+@pytest.mark.parametrize("columns,example", [
+    (["user_id", "x", "y"], 'x="x", y="y"'),
+    (["user_id", "lon", "lat"], 'x="lon", y="lat"'),
+])
+def test_missing_default_columns_say_how_to_name_them(columns, example):
+    df = _frame().rename(columns=dict(zip(["user_id", "lon", "lat"], columns, strict=True)))
+    with pytest.raises(InvalidParameterError) as info:
+        private_heatmap(df, grid=GRID, epsilon=1.0)
+    err = info.value
+    assert err.name == "x" and err.value == "longitude"
+    assert "columns are" in str(err) and str(columns) in str(err)
+    assert example in str(err) and "user_id, longitude, latitude" in str(err)
+
+
+# -- HeatmapParams: the parameter object --------------------------------------------------
+
+
+def test_params_object_and_keywords_give_the_same_bytes():
+    kw = {"grid": GRID, "epsilon": 1.0, "method": "threshold", "threshold": 5.0,
+          "sigma": 1.5}
+    a = private_heatmap(_frame(), x="lon", y="lat", rng=np.random.default_rng(5), **kw)
+    params = HeatmapParams(**kw)
+    b = private_heatmap(_frame(), params, x="lon", y="lat", rng=np.random.default_rng(5))
+    c = private_heatmap(_frame(), HeatmapParams(grid=GRID, epsilon=3.0), x="lon", y="lat",
+                        rng=np.random.default_rng(5), **{k: v for k, v in kw.items()
+                                                         if k != "grid"})
+    for r in (b, c):
+        np.testing.assert_array_equal(r.distribution, a.distribution)
+        np.testing.assert_array_equal(r.heatmap, a.heatmap)
+        assert r.release_dict() == a.release_dict()
+
+
+def test_params_validate_when_built_and_when_replaced():
+    p = HeatmapParams(grid=GRID, epsilon=1)
+    assert p.epsilon == 1.0 and isinstance(p.epsilon, float) and p.w == 20
+    assert p.replace(method="laplace").method == "laplace" and p.method == "pyramid"
+    with pytest.raises(InvalidParameterError) as info:
+        HeatmapParams(grid=GRID, epsilon=1.0, sigma=-1.0)
+    assert info.value.name == "sigma"
+    with pytest.raises(InvalidParameterError) as info:
+        p.replace(gamma=0.0)
+    assert info.value.name == "gamma"
+    with pytest.raises(InvalidParameterError) as info:
+        private_heatmap(_frame(), p, x="lon", y="lat", bins=3)
+    assert info.value.name == "bins" and "epsilon" in str(info.value)
+    with pytest.raises(InvalidParameterError) as info:
+        private_heatmap(_frame(), {"epsilon": 1.0}, x="lon", y="lat")
+    assert info.value.name == "params"
+
+
+def test_params_repr_and_dict_are_one_line_and_public():
+    p = HeatmapParams(grid=GRID, epsilon=0.5, method="threshold", threshold=2.0)
+    text = repr(p)
+    assert "\n" not in text and text.startswith("HeatmapParams(threshold, epsilon=0.5")
+    assert "threshold=2%" in text and "32x32" in text
+    d = p.to_dict()
+    assert d["grid"] == {"bounds": [0.0, 1.0, 0.0, 1.0], "resolution": 32,
+                         "aspect": GRID.aspect}
+    assert d["epsilon"] == 0.5 and d["method"] == "threshold" and d["lp"] == "compact"
+    res = private_heatmap(_frame(), p, x="lon", y="lat", rng=np.random.default_rng(0))
+    assert "\n" not in repr(res.diagnostics)
+    assert repr(res.diagnostics).startswith("HeatmapDiagnostics(")
+
+
+def test_old_import_paths_keep_working():
+    """Issue 25: the result types moved to heatmaps.result, the memory check to
+    heatmaps.memory; api and outputs re-export them."""
+    from privot.heatmaps import api, memory, outputs, params, result
+
+    for name in ("CuratorDiagnostics", "HeatmapDiagnostics", "HeatmapRelease",
+                 "HeatmapResult"):
+        assert getattr(api, name) is getattr(result, name)
+    assert api.METHODS is params.METHODS and api.DEFAULT_SIGMA == params.DEFAULT_SIGMA
+    for name in ("check_memory", "memory_estimate", "memory_limit", "parse_size",
+                 "MEMORY_COPIES", "DEFAULT_MEMORY_FRACTION"):
+        assert getattr(outputs, name) is getattr(memory, name)
+
+
+def test_engine_and_file_give_the_in_memory_bytes(tmp_path):
+    """engine= (and a path) aggregates with aggregate_user_cells: the same cell sums,
+    bit for bit, so the same seeded release."""
+    df = _frame(seed=3)
+    kw = {"grid": GRID, "epsilon": 1.0, "x": "lon", "y": "lat"}
+    a = private_heatmap(df, rng=np.random.default_rng(6), **kw)
+    b = private_heatmap(df, engine="duckdb", rng=np.random.default_rng(6), **kw)
+    path = tmp_path / "points.csv"
+    df.to_csv(path, index=False)
+    c = private_heatmap(path, rng=np.random.default_rng(6), **kw)
+    d = private_heatmap(str(path), engine="local", rng=np.random.default_rng(6), **kw)
+    for r in (b, c, d):
+        np.testing.assert_array_equal(r.distribution, a.distribution)
+        np.testing.assert_array_equal(r.heatmap, a.heatmap)
+        assert r.diagnostics.curator_only == a.diagnostics.curator_only
+    with pytest.raises(InvalidParameterError) as info:
+        private_heatmap(CellSums(np.zeros((32, 32)), 0, 0, 0, 0), grid=GRID, epsilon=1.0,
+                        engine="duckdb")
+    assert info.value.name == "engine"

@@ -12,8 +12,7 @@ from scipy.ndimage import gaussian_filter
 from scipy.spatial.distance import cdist
 
 from privot.errors import ConvergenceError, InvalidDataError, InvalidParameterError
-from privot.grid import Grid
-from privot.heatmaps.metrics import (
+from privot.evaluation.heatmaps import (
     EARTH_MEAN_RADIUS_M,
     KL_EPS,
     HeatmapMetrics,
@@ -25,6 +24,7 @@ from privot.heatmaps.metrics import (
     pearson,
     similarity,
 )
+from privot.grid import Grid
 
 METHODS = ["network-simplex", "highs"]
 
@@ -327,3 +327,15 @@ def test_bad_parameters():
         grid_emd(GOOD, GOOD, max_iter=0)
     with pytest.raises(InvalidParameterError, match="eps"):
         kl_divergence(GOOD, GOOD, eps=0.0)
+
+
+def test_old_import_path_re_exports_the_evaluation_namespace():
+    """Issue 25: the metrics moved to privot.evaluation.heatmaps; the old paths work."""
+    import privot.evaluation.heatmaps as new
+    import privot.heatmaps as package
+    import privot.heatmaps.metrics as old
+
+    assert old.__all__ == new.__all__
+    for name in new.__all__:
+        assert getattr(old, name) is getattr(new, name)
+    assert package.grid_emd is new.grid_emd and package.heatmap_metrics is new.heatmap_metrics

@@ -28,7 +28,7 @@ y / latitude), col 0 at the western edge ``x_min`` (``docs/heatmaps_outputs.md``
 files are written by :meth:`privot.heatmaps.HeatmapResult.save` (one code path).
 
 Memory: a resolution whose dense arrays would exceed ``--max-memory`` (default half the
-machine's RAM) is refused before the data is read (``privot.heatmaps.outputs``).
+machine's RAM) is refused before the data is read (``privot.heatmaps.memory``).
 
 Privacy
 -------
@@ -156,8 +156,8 @@ PUBLISHABLE = ("distribution.npy", "distribution.npz", "distribution.csv",
 def _run(args: argparse.Namespace) -> int:
     from privot._usable import check_usable
     from privot._validation import check_epsilon
-    from privot.heatmaps import Grid, aggregate_user_cells, private_heatmap
-    from privot.heatmaps.outputs import check_memory, parse_size
+    from privot.heatmaps import Grid, HeatmapParams, aggregate_user_cells, private_heatmap
+    from privot.heatmaps.memory import check_memory, parse_size
     from privot.privacy.events import PureEvent
 
     epsilon = check_epsilon(args.epsilon, "--epsilon")
@@ -167,8 +167,13 @@ def _run(args: argparse.Namespace) -> int:
     # before the data is read: the dense Delta x Delta arrays must fit
     check_memory(grid.resolution, max_memory=max_memory, name="--resolution",
                  limit_name="--max-memory")
-    if args.w < 1:
-        raise InvalidParameterError("--w", args.w, "an integer >= 1")
+    # every public choice checked now, before the data is read (named by its flag)
+    try:
+        release_params = HeatmapParams(grid=grid, epsilon=epsilon, w=args.w, gamma=args.gamma,
+                                       sigma=args.sigma, method=args.method,
+                                       threshold=args.threshold)
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"--{exc.name}", exc.value, exc.allowed) from None
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     out = OutputFolder(args.output, command="heatmap", force=args.force,
                        publishable=PUBLISHABLE)
@@ -199,9 +204,7 @@ def _run(args: argparse.Namespace) -> int:
                             **RELEASE_RELATIONS["heatmap"], output=out.path,
                             event=PureEvent(epsilon, method), mechanism=method,
                             params=params) as acct:
-            result = private_heatmap(sums, grid=grid, epsilon=epsilon, w=args.w,
-                                     gamma=args.gamma, sigma=args.sigma, method=method,
-                                     threshold=args.threshold, rng=rng, accountant=acct,
+            result = private_heatmap(sums, release_params, rng=rng, accountant=acct,
                                      max_memory=max_memory,
                                      progress=progress_from_args(args))
 

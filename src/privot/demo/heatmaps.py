@@ -43,7 +43,7 @@ METHODS = (("laplace", "Laplace baseline"), ("threshold", "threshold top 1%"),
 
 
 def _metrics(true: np.ndarray, est: np.ndarray, grid: Any) -> dict[str, float]:
-    from privot.heatmaps.metrics import heatmap_metrics
+    from privot.evaluation.heatmaps import heatmap_metrics
 
     m = heatmap_metrics(true, est)
     return {k: float(v) for k, v in vars(m).items()}

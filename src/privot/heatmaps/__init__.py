@@ -7,10 +7,16 @@ Modules: :mod:`~privot.grid` (public bounds to a Delta x Delta grid),
 :mod:`~privot.heatmaps.reconstruct` (Algorithm 2: RECONSTRUCT, compact LP),
 :mod:`~privot.heatmaps.baselines` (Laplace per cell, and its thresholding variant),
 :mod:`~privot.heatmaps.render` (Gaussian-filtered heatmap, Sec. 2.3),
+:mod:`~privot.heatmaps.params` (:class:`HeatmapParams`, the release's public choices),
+:mod:`~privot.heatmaps.points` (the input: a table's columns, default ``user_id``,
+``longitude``, ``latitude``, or arrays, to cell sums),
 :mod:`~privot.heatmaps.api` (:func:`private_heatmap`),
+:mod:`~privot.heatmaps.result` (:class:`HeatmapResult` and its parts),
+:mod:`~privot.heatmaps.memory` (the memory a resolution needs, checked first),
 :mod:`~privot.heatmaps.outputs` (the files of ``privot heatmap``: long table, GeoJSON,
-GeoTIFF; the memory check), :mod:`~privot.heatmaps.plot` (the picture, colour scales),
-:mod:`~privot.heatmaps.metrics` (similarity, Pearson, KL, exact grid EMD). Extensions:
+GeoTIFF), :mod:`~privot.heatmaps.plot` (the picture, colour scales). The evaluation
+metrics (similarity, Pearson, KL, exact grid EMD) are :mod:`privot.evaluation.heatmaps`,
+re-exported here and by :mod:`~privot.heatmaps.metrics`. Extensions:
 :mod:`~privot.heatmaps.dense` (dense EMD aggregation, App. D),
 :mod:`~privot.heatmaps.kmedian` (DP planar k-median coreset and centres, App. A),
 :mod:`~privot.heatmaps.shuffle` (the shuffle-model protocol of App. F, simulated).
@@ -18,17 +24,19 @@ Privacy derivations: ``docs/privacy/heatmaps.md`` and
 ``docs/privacy/heatmaps_extensions.md``.
 """
 
+from privot.evaluation.heatmaps import (
+    HeatmapMetrics,
+    grid_emd,
+    grid_emd_metres,
+    heatmap_metrics,
+    kl_divergence,
+    latlon_cell_metres,
+    pearson,
+    similarity,
+)
 from privot.grid import ASPECTS, CellAssignment, Grid
 from privot.heatmaps.aggregate import CellSums, user_distributions_sum
-from privot.heatmaps.api import (
-    DEFAULT_SIGMA,
-    METHODS,
-    CuratorDiagnostics,
-    HeatmapDiagnostics,
-    HeatmapRelease,
-    HeatmapResult,
-    private_heatmap,
-)
+from privot.heatmaps.api import private_heatmap
 from privot.heatmaps.baselines import (
     BaselineResult,
     laplace_baseline,
@@ -57,21 +65,20 @@ from privot.heatmaps.measure import (
     measure,
     start_level,
 )
-from privot.heatmaps.metrics import (
-    HeatmapMetrics,
-    grid_emd,
-    grid_emd_metres,
-    heatmap_metrics,
-    kl_divergence,
-    latlon_cell_metres,
-    pearson,
-    similarity,
-)
-from privot.heatmaps.outputs import check_memory, memory_estimate, save_heatmap
+from privot.heatmaps.memory import check_memory, memory_estimate
+from privot.heatmaps.outputs import save_heatmap
+from privot.heatmaps.params import DEFAULT_SIGMA, METHODS, HeatmapParams
 from privot.heatmaps.plot import plot_heatmap
+from privot.heatmaps.points import DEFAULT_USER_COLUMN, DEFAULT_X_COLUMN, DEFAULT_Y_COLUMN
 from privot.heatmaps.pyramid import block_sums, children_flat, leaf_block, pyramid
 from privot.heatmaps.reconstruct import LP_FORMS, Reconstruction, reconstruct
 from privot.heatmaps.render import gaussian_heatmap
+from privot.heatmaps.result import (
+    CuratorDiagnostics,
+    HeatmapDiagnostics,
+    HeatmapRelease,
+    HeatmapResult,
+)
 from privot.heatmaps.shuffle import (
     ShuffleParameters,
     ShuffleResult,
@@ -88,7 +95,8 @@ __all__ = ["ASPECTS", "CellAssignment", "Grid", "block_sums", "children_flat", "
            "BaselineResult", "laplace_baseline", "threshold_baseline", "threshold_count",
            "gaussian_heatmap",
            "DEFAULT_SIGMA", "METHODS", "CuratorDiagnostics", "HeatmapDiagnostics",
-           "HeatmapRelease", "HeatmapResult", "private_heatmap",
+           "HeatmapParams", "HeatmapRelease", "HeatmapResult", "private_heatmap",
+           "DEFAULT_USER_COLUMN", "DEFAULT_X_COLUMN", "DEFAULT_Y_COLUMN",
            "check_memory", "memory_estimate", "plot_heatmap", "save_heatmap",
            "DenseHeatmapResult", "dense_heatmap", "dense_release", "emd_norm",
            "emd_projection",

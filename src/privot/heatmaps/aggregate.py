@@ -37,7 +37,7 @@ FRACTION_BITS = 96
 DIGIT_BITS = 32
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CellSums:
     r"""The sum of the users' distributions over the grid, with curator-only counts.
 
@@ -93,6 +93,13 @@ class CellSums:
     def resolution(self) -> int:
         r""":math:`\Delta`, the side of ``sums``."""
         return int(self.sums.shape[0])
+
+    def __repr__(self) -> str:
+        # exact counts of the data: curator-only, like the object
+        d = self.resolution
+        return (f"CellSums({d}x{d}, n_users={self.n_users}, n_points={self.n_points}, "
+                f"n_outside={self.n_outside}, n_users_empty={self.n_users_empty}; "
+                "exact, curator-only)")
 
 
 def fixed_point_digits(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -32,7 +32,7 @@ from privot.privacy.types import Neighbouring, Release, Spender
 __all__ = ["BaselineResult", "laplace_baseline", "threshold_baseline", "threshold_count"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BaselineResult:
     r"""A baseline release and its post-processing.
 
@@ -71,6 +71,14 @@ class BaselineResult:
     def secure(self) -> bool:
         """False when a seeded generator was used (not fit for publication)."""
         return self.release.secure
+
+    def __repr__(self) -> str:
+        d = self.distribution.shape[0]
+        kind = ("laplace" if self.top_percent is None
+                else f"threshold top {self.top_percent:g}%")
+        return (f"BaselineResult({kind}, epsilon={self.epsilon:g}, {d}x{d}, "
+                f"cells kept={self.n_kept}, fallback_uniform={self.fallback_uniform}"
+                + ("" if self.secure else ", SEEDED") + ")")
 
 
 def threshold_count(top_percent: float, n_cells: int) -> int:

@@ -169,7 +169,7 @@ def emd_norm(w: np.ndarray, *, alpha: float = EMD_ALPHA) -> float:
     return float(res.fun)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class EMDProjection:
     r""":math:`\hat s = \arg\min_{s'\ge0}\|s' - \tilde s\|_{\rm EMD}` and its LP.
 
@@ -198,6 +198,13 @@ class EMDProjection:
     n_constraints: int
     solver_message: str
     lp_fallback: bool = False
+
+    def __repr__(self) -> str:
+        d = self.estimate.shape[0]
+        return (f"EMDProjection({d}x{d}, objective={self.objective:.6g}, "
+                f"transport_cost={self.transport_cost:.6g}, "
+                f"mass_added={self.mass_added:.6g}, variables={self.n_variables}, "
+                f"lp_fallback={self.lp_fallback})")
 
 
 def emd_projection(noisy: np.ndarray, *, alpha: float = EMD_ALPHA,
@@ -260,7 +267,7 @@ def emd_projection(noisy: np.ndarray, *, alpha: float = EMD_ALPHA,
                          lp_fallback=bool(fallback))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DenseRelease:
     r"""The one release of Thm D.1: the coarse cell sums plus Laplace noise.
 
@@ -294,6 +301,13 @@ class DenseRelease:
     def secure(self) -> bool:
         """False when a seeded generator was used (not fit for publication)."""
         return self.release.secure
+
+    def __repr__(self) -> str:
+        c = self.coarse_resolution
+        return (f"DenseRelease(epsilon={self.epsilon:g}, coarse {c}x{c} (level "
+                f"{self.coarse_level}) of {self.resolution}x{self.resolution}, "
+                f"n_users_public={self.n_users_public}"
+                + ("" if self.secure else ", SEEDED") + ")")
 
 
 def dense_release(sums: np.ndarray | CellSums, *, epsilon: float, n_users_public: int,
@@ -344,7 +358,7 @@ def dense_release(sums: np.ndarray | CellSums, *, epsilon: float, n_users_public
                         epsilon=rel.cost.epsilon, release=rel)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DenseHeatmapResult:
     r"""A dense EMD aggregation (Thm D.1).
 
@@ -394,6 +408,14 @@ class DenseHeatmapResult:
     def secure(self) -> bool:
         """False when a seeded generator was used (not fit for publication)."""
         return self.release.secure
+
+    def __repr__(self) -> str:
+        c, d = self.coarse_resolution, self.resolution
+        return (f"DenseHeatmapResult(epsilon={self.epsilon:g}, {d}x{d} from coarse "
+                f"{c}x{c}, n_users_public={self.n_users_public}, "
+                f"mass={float(self.distribution.sum()):.4g}, "
+                f"fallback_uniform={self.fallback_uniform}"
+                + ("" if self.secure else ", SEEDED") + ")")
 
 
 def dense_heatmap(sums: np.ndarray | CellSums, *, epsilon: float, n_users_public: int,

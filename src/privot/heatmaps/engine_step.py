@@ -70,6 +70,7 @@ from privot.errors import EngineResultError, InvalidParameterError
 from privot.grid import Grid, cell_sql, check_point_columns
 from privot.heatmaps.aggregate import DIGIT_BITS as _DIGIT
 from privot.heatmaps.aggregate import FRACTION_BITS, CellSums, fixed_point_to_float
+from privot.heatmaps.points import DEFAULT_USER_COLUMN, DEFAULT_X_COLUMN, DEFAULT_Y_COLUMN
 
 __all__ = ["CELL_SUMS_SQL", "FRACTION_BITS", "aggregate_user_cells", "cell_sums_sql"]
 
@@ -145,8 +146,8 @@ def _to_float(got: dict[str, np.ndarray]) -> np.ndarray:
                                 _exact(got["c1"], got["c0"]))
 
 
-def aggregate_user_cells(source: Any, *, grid: Grid, user_column: str = "user_id",
-                         x_column: str = "longitude", y_column: str = "latitude",
+def aggregate_user_cells(source: Any, *, grid: Grid, user_column: str = DEFAULT_USER_COLUMN,
+                         x_column: str = DEFAULT_X_COLUMN, y_column: str = DEFAULT_Y_COLUMN,
                          engine: str | Engine = "duckdb", spark: Any = None,
                          sep: str | None = None,
                          names: Sequence[str] | None = None) -> CellSums:
@@ -162,7 +163,10 @@ def aggregate_user_cells(source: Any, *, grid: Grid, user_column: str = "user_id
         The public grid (bounds and :math:`\Delta`).
     user_column, x_column, y_column : str
         Columns of the user id and of the coordinates (``x`` = longitude for
-        geographic data). In text files the user id is the field's text.
+        geographic data), by default ``user_id``, ``longitude``, ``latitude``: the one
+        column rule of :mod:`privot.heatmaps.points`, shared with
+        :func:`~privot.heatmaps.private_heatmap`. In text files the user id is the
+        field's text.
     engine : {"duckdb", "spark", "local"} or Engine, default "duckdb"
         Where to run (``"local"`` = ``"duckdb"``); an
         :class:`~privot.engines.base.Engine` instance is used as is.

@@ -142,7 +142,7 @@ def _lloyd(points: np.ndarray, w: np.ndarray, centers: np.ndarray,
     return centers, cost, it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class KMedianFit:
     """A (non-private) weighted k-median solution.
 
@@ -161,6 +161,10 @@ class KMedianFit:
     cost: float
     n_iter: int
     n_init: int
+
+    def __repr__(self) -> str:
+        return (f"KMedianFit(k={len(self.centers)}, cost={self.cost:.6g}, "
+                f"n_iter={self.n_iter}, n_init={self.n_init})")
 
 
 def weighted_kmedian(points: np.ndarray, weights: np.ndarray | None = None, *, k: int,
@@ -214,7 +218,7 @@ def kmedian_default_w(k: int) -> int:
     return max(DEFAULT_W, 4 * check_int(k, "k", minimum=1))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class KMedianResult:
     r"""Private k-median centres and the private coreset they were fitted to.
 
@@ -270,6 +274,13 @@ class KMedianResult:
         """:func:`kmedian_cost` of ``centers`` on ``points`` (e.g. the raw data, to
         evaluate; that number is not private)."""
         return kmedian_cost(points, self.centers, weights)
+
+    def __repr__(self) -> str:
+        g = self.grid.resolution
+        return (f"KMedianResult(k={self.k}, epsilon={self.epsilon:g}, grid={g}x{g}, "
+                f"coreset={len(self.coreset_points)} points, "
+                f"coreset_cost={self.coreset_cost:.6g}"
+                + ("" if self.secure else ", SEEDED") + ")")
 
 
 def private_kmedian(points: np.ndarray, *, grid: Grid, k: int, epsilon: float,

@@ -113,7 +113,7 @@ def _as_sums(sums: np.ndarray | CellSums) -> np.ndarray:
     return CellSums(arr, n_users=0, n_points=0, n_outside=0, n_users_empty=0).sums
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Measurements:
     r"""The noisy pyramid released by Algorithm 1.
 
@@ -160,6 +160,11 @@ class Measurements:
     def level_epsilons(self) -> dict[int, float]:
         """``{level: epsilon_i}`` for the measured levels."""
         return {self.start_level + j: e for j, e in enumerate(self.epsilons)}
+
+    def __repr__(self) -> str:
+        return (f"Measurements(epsilon={self.epsilon:g}, levels {self.start_level}.."
+                f"{self.levels}, w={self.w}, gamma={self.gamma:.4g}"
+                + ("" if self.secure else ", SEEDED") + ")")
 
 
 def measure(sums: np.ndarray | CellSums, *, epsilon: float, w: int = DEFAULT_W,

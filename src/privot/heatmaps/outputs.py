@@ -1,7 +1,10 @@
-r"""The files of a private heatmap, and the memory a resolution needs.
+r"""The files of a private heatmap.
 
-:func:`save_heatmap` (:meth:`HeatmapResult.save <privot.heatmaps.api.HeatmapResult.save>`)
-writes what ``privot heatmap`` writes; the CLI calls it (one code path).
+:func:`save_heatmap` (:meth:`HeatmapResult.save <privot.heatmaps.result.HeatmapResult.save>`)
+writes what ``privot heatmap`` writes; the CLI calls it (one code path). It reads the
+result through :class:`SavableHeatmap` (what it needs of a
+:class:`~privot.heatmaps.result.HeatmapResult`), so this module never imports the
+result's module, which imports it.
 
 Orientation
 -----------
@@ -30,12 +33,9 @@ rebuilds the matrix.
 
 Memory
 ------
-The release and its files allocate dense ``Delta x Delta`` float64 arrays: the cell sums,
-the pyramid levels, the LP's estimate, the distribution, the filtered heatmap and its
-normalisation, and the copies the writers make. :func:`memory_estimate` is
-:data:`MEMORY_COPIES` such arrays (measured: ``benchmarks/bench_heatmap_outputs.py``);
-:func:`check_memory` refuses, before any data is read, a resolution whose estimate
-exceeds the limit (default :data:`DEFAULT_MEMORY_FRACTION` of the machine's RAM).
+:mod:`privot.heatmaps.memory` estimates the memory of the dense ``Delta x Delta`` arrays
+and refuses, before any data is read, a resolution that would not fit
+(:func:`check_memory`; re-exported here).
 
 Privacy
 -------
@@ -47,20 +47,25 @@ check reads the public resolution only.
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from privot._result import CURATOR_REPORT, write_curator_report, write_release
 from privot.errors import InvalidParameterError
+from privot.heatmaps.memory import (
+    DEFAULT_MEMORY_FRACTION,
+    MEMORY_COPIES,
+    check_memory,
+    memory_estimate,
+    memory_limit,
+    parse_size,
+)
 
 if TYPE_CHECKING:
     from privot.grid import Grid
-    from privot.heatmaps.api import HeatmapResult
 
 __all__ = [
     "CURATOR_FILES",
@@ -70,6 +75,7 @@ __all__ = [
     "MAX_GEOJSON_FEATURES",
     "MEMORY_COPIES",
     "PUBLISHABLE_FILES",
+    "SavableHeatmap",
     "blocks_to_matrix",
     "cell_blocks",
     "check_memory",
@@ -100,94 +106,19 @@ DENSE_MAX_RESOLUTION = 2048
 MAX_CSV_ROWS = 1_000_000
 #: The GeoJSON is skipped past this many features (about 200 bytes each).
 MAX_GEOJSON_FEATURES = 250_000
-#: Dense Delta x Delta float64 arrays alive at the peak of release + save (measured
-#: with tracemalloc: about 10.3 in the release at Delta 1024-4096, plus the writers' and
-#: the engine's copies, rounded up; benchmarks/results/heatmap_outputs.json).
-MEMORY_COPIES = 16
-#: Default limit of :func:`check_memory`: this fraction of the machine's RAM.
-DEFAULT_MEMORY_FRACTION = 0.5
-_FALLBACK_RAM = 8 * 2**30  # when the OS does not say
+class SavableHeatmap(Protocol):
+    """What :func:`save_heatmap` reads of a release (a
+    :class:`~privot.heatmaps.result.HeatmapResult` is one)."""
 
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*")
+    grid: Grid
+    distribution: np.ndarray
+    heatmap: np.ndarray
 
+    def plot(self, ax: Any = None, *, scale: str | None = None) -> Any: ...
 
-# -- memory -------------------------------------------------------------------------------
+    def release_dict(self) -> dict[str, Any]: ...
 
-
-def parse_size(value: object, name: str = "max_memory") -> int:
-    """Bytes from an int or a size such as ``"8GB"``, ``"512MiB"`` or ``"1.5 GB"``."""
-    if isinstance(value, bool):
-        raise InvalidParameterError(name, value, "a size in bytes or a string such as 8GB")
-    if isinstance(value, (int, np.integer)):
-        if value <= 0:
-            raise InvalidParameterError(name, value, "a positive size")
-        return int(value)
-    if isinstance(value, str):
-        m = _SIZE.fullmatch(value)
-        if m and m.group(2).lower() in _UNITS and float(m.group(1)) > 0:
-            return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    raise InvalidParameterError(name, value, "a size such as 8GB, 512MB or 1.5GiB (units B, "
-                                "KB, MB, GB, TB, KiB, MiB, GiB, TiB) or a number of bytes")
-
-
-def _gib(n: float) -> str:
-    return f"{n / 2**30:.3g} GiB" if n >= 2**30 else f"{n / 2**20:.3g} MiB"
-
-
-def memory_estimate(resolution: int) -> int:
-    """Bytes a release + save at ``resolution`` needs: :data:`MEMORY_COPIES` dense
-    ``Delta x Delta`` float64 arrays."""
-    return MEMORY_COPIES * 8 * int(resolution) ** 2
-
-
-def memory_limit() -> int:
-    """The default limit: :data:`DEFAULT_MEMORY_FRACTION` of the machine's RAM
-    (``os.sysconf``; 8 GiB assumed where the OS does not say)."""
-    try:
-        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
-        ram = 0
-    return int(DEFAULT_MEMORY_FRACTION * (ram if ram > 0 else _FALLBACK_RAM))
-
-
-def check_memory(resolution: int, *, max_memory: int | str | None = None,
-                 name: str = "resolution", limit_name: str = "max_memory") -> int:
-    """Refuse a resolution whose dense arrays would not fit, before any work.
-
-    Parameters
-    ----------
-    resolution : int
-        :math:`\\Delta` (public).
-    max_memory : int or str, optional
-        The limit in bytes (or ``"16GB"``...); None: :func:`memory_limit`.
-    name, limit_name : str
-        How the resolution and the limit are called in the message (``--resolution``
-        and ``--max-memory`` in the CLI).
-
-    Returns
-    -------
-    int
-        The estimate, in bytes.
-
-    Raises
-    ------
-    InvalidParameterError
-        Naming ``resolution``, the estimate and the limit.
-    """
-    limit = memory_limit() if max_memory is None else parse_size(max_memory, limit_name)
-    need = memory_estimate(resolution)
-    if need > limit:
-        side = 8 * int(resolution) ** 2
-        source = (f"{DEFAULT_MEMORY_FRACTION:g} of this machine's RAM" if max_memory is None
-                  else limit_name)
-        raise InvalidParameterError(
-            name, resolution,
-            f"a resolution whose dense arrays fit in memory: Delta = {resolution} needs "
-            f"about {_gib(need)} ({MEMORY_COPIES} arrays of {_gib(side)}) but the limit is "
-            f"{_gib(limit)} ({source}); use a smaller resolution or raise {limit_name}")
-    return need
+    def curator_report(self) -> dict[str, Any]: ...
 
 
 # -- geometry -----------------------------------------------------------------------------
@@ -367,7 +298,7 @@ def outputs_description(resolution: int, *, crs: str | None) -> dict[str, Any]:
     }
 
 
-def save_heatmap(result: HeatmapResult, folder: str | Path, *, scale: str | None = None,
+def save_heatmap(result: SavableHeatmap, folder: str | Path, *, scale: str | None = None,
                  crs: str | None = "auto", release_extra: Mapping[str, Any] | None = None,
                  curator: Mapping[str, Any] | None = None,
                  data_warnings: Sequence[str] = (), png: bool = True
@@ -377,6 +308,7 @@ def save_heatmap(result: HeatmapResult, folder: str | Path, *, scale: str | None
     Parameters
     ----------
     result : HeatmapResult
+        The release (any :class:`SavableHeatmap`).
     folder : str or Path
         Created if needed; files of the same names are replaced.
     scale : {"linear", "sqrt", "log"}, optional

@@ -68,7 +68,7 @@ def lp_budget(n_rows: int, n_cols: int) -> int:
     return max(LP_MIN_ITER, LP_ITER_PER_UNIT * (int(n_rows) + int(n_cols)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Reconstruction:
     r"""Output of RECONSTRUCT.
 
@@ -129,6 +129,13 @@ class Reconstruction:
         r""":math:`\|\hat{\mathbf{y}} - \mathbf{P}s\|_1` over the measured rows, for any
         ``(Delta, Delta)`` array ``s`` (the LP objective of line 9)."""
         return _objective_of(self.y_hat, self.start_level, s)
+
+    def __repr__(self) -> str:
+        d = self.distribution.shape[0]
+        return (f"Reconstruction({self.lp} LP, {d}x{d}, levels {self.start_level}.."
+                f"{self.levels}, w={self.w}, objective={self.objective:.6g}, "
+                f"variables={self.n_variables}, fallback_uniform={self.fallback_uniform}, "
+                f"lp_fallback={self.lp_fallback})")
 
 
 def _objective_of(y_hat: Sequence[np.ndarray], q: int, s: np.ndarray) -> float:

@@ -81,8 +81,9 @@ from privot.errors import InvalidDataError, InvalidParameterError
 from privot.grid import Grid
 from privot.heatmaps.measure import DEFAULT_GAMMA, DEFAULT_W, level_budgets, start_level
 from privot.heatmaps.reconstruct import LP_FORMS, Reconstruction, reconstruct
-from privot.privacy import noise
-from privot.privacy.types import Neighbouring, PrivacyCost, Spender
+from privot.privacy.mechanisms import polya_laplace_shares, secret_uniform_integers
+from privot.privacy.noise import check_rng, resolve_rng
+from privot.privacy.types import Neighbouring, PrivacyCost, Spender, check_spender
 
 __all__ = ["CHUNK_MESSAGES", "DEFAULT_MAX_USERS_SIMULATED", "DEFAULT_WRAP_PROBABILITY",
            "MAX_SIMULATED_ENTRIES", "SIMULATION_NOTE", "ShuffleCuratorDiagnostics",
@@ -114,7 +115,7 @@ SIMULATION_NOTE = (
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ShuffleParameters:
     r"""Every public parameter of the protocol (all data-independent).
 
@@ -178,6 +179,12 @@ class ShuffleParameters:
     def level_offsets(self) -> tuple[int, ...]:
         """Offset of each measured level in the ``m`` coordinates (then ``m``)."""
         return tuple(int(v) for v in np.cumsum((0,) + self.level_sizes))
+
+    def __repr__(self) -> str:
+        return (f"ShuffleParameters(n_users_public={self.n_users_public}, B={self.B}, "
+                f"epsilon={self.epsilon:g}, delta={self.delta:g}, levels "
+                f"{self.start_level}..{self.levels}, m={self.m}, modulus={self.modulus}, "
+                f"n_messages={self.n_messages})")
 
 
 def _n_messages(epsilon: float, delta: float, m: int, q: int, n: int) -> int:
@@ -262,7 +269,7 @@ def split_shares(values: np.ndarray, *, r: int, q: int,
     r"""Split & mix (App. F): ``r`` additive shares over :math:`\mathbb Z_q`.
 
     :math:`w^1..w^{r-1}` are independent and uniform on :math:`\mathbb Z_q^m`
-    (:func:`~privot.privacy.noise.uniform_integers`) and
+    (:func:`~privot.privacy.mechanisms.secret_uniform_integers`) and
     :math:`w^r = v - w^1 - \dots - w^{r-1} \bmod q`; any :math:`r - 1` of the shares are
     independent uniform, whatever :math:`v`.
 
@@ -285,7 +292,7 @@ def split_shares(values: np.ndarray, *, r: int, q: int,
     q = check_int(q, "q", minimum=1, maximum=1 << 62)
     v = np.mod(np.asarray(values, dtype=np.int64), q)
     lead, m = v.shape[:-1], v.shape[-1]
-    first = np.asarray(noise.uniform_integers(q, size=(*lead, r - 1, m), rng=rng),
+    first = np.asarray(secret_uniform_integers(q, size=(*lead, r - 1, m), rng=rng),
                        dtype=np.int64).reshape(*lead, r - 1, m)
     # sum of the first r-1 shares mod q without overflow: reduce after each addition
     acc = np.zeros_like(v)
@@ -334,17 +341,17 @@ def analyser_sum(labels: np.ndarray, shares: np.ndarray, *, m: int, q: int) -> n
 
 def _secure_permutation(n: int, rng: np.random.Generator | None) -> np.ndarray:
     """A uniformly random permutation of ``range(n)``: sort by independent uniform 62-bit
-    keys from :func:`~privot.privacy.noise.uniform_integers`, redrawing all keys on a tie
-    (so that the order is exactly uniform)."""
+    keys from :func:`~privot.privacy.mechanisms.secret_uniform_integers`, redrawing all
+    keys on a tie (so that the order is exactly uniform)."""
     while True:
-        keys = np.asarray(noise.uniform_integers(1 << 62, size=n, rng=rng), dtype=np.int64)
+        keys = np.asarray(secret_uniform_integers(1 << 62, size=n, rng=rng), dtype=np.int64)
         perm = np.argsort(keys, kind="stable")  # ties are redrawn below
         srt = keys[perm]
         if n < 2 or not np.any(srt[1:] == srt[:-1]):
             return perm
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ShuffleSum:
     r"""The analyser's output of one protocol run.
 
@@ -367,6 +374,10 @@ class ShuffleSum:
     def wrapped(self) -> np.ndarray:
         """Coordinates whose total left the decoding window (simulation-only)."""
         return np.flatnonzero(self.z_prime != self.exact_total)
+
+    def __repr__(self) -> str:
+        return (f"ShuffleSum(m={self.z_prime.size}, n_messages_total="
+                f"{self.n_messages_total}, wrapped={self.wrapped.size})")
 
 
 def shuffle_sum(z: np.ndarray, *, params: ShuffleParameters,
@@ -391,7 +402,7 @@ def shuffle_sum(z: np.ndarray, *, params: ShuffleParameters,
     -------
     ShuffleSum
     """
-    rng = noise.check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     if not isinstance(params, ShuffleParameters):
         raise InvalidParameterError("params", params, "a ShuffleParameters")
     zz = np.asarray(z)
@@ -408,7 +419,7 @@ def shuffle_sum(z: np.ndarray, *, params: ShuffleParameters,
                                           strict=True)):
         # each user's share: Polya(1/n, e^{-eps_i/B}) - Polya(1/n, e^{-eps_i/B}); the sum
         # over the n users is the discrete Laplace of scale B/eps_i
-        zp[:, off[j]:off[j + 1]] += noise.polya_laplace_shares(n, scale, size=size, rng=rng)
+        zp[:, off[j]:off[j + 1]] += polya_laplace_shares(n, scale, size=size, rng=rng)
     exact = zp.sum(axis=0)
     out = np.empty(m, dtype=np.int64)
     step = max(1, CHUNK_MESSAGES // (n * r))
@@ -533,7 +544,7 @@ class ShuffleCuratorDiagnostics:
     wrapped_coordinates: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ShuffleResult:
     r"""A heatmap released through the simulated shuffle-model protocol.
 
@@ -579,6 +590,13 @@ class ShuffleResult:
     def bits_per_user(self) -> int:
         r""":math:`rm\lceil\log_2(mq)\rceil`."""
         return self.parameters.bits_per_user
+
+    def __repr__(self) -> str:
+        d = self.distribution.shape[0]
+        return (f"ShuffleResult(epsilon={self.epsilon:g}, delta={self.delta:g}, {d}x{d}, "
+                f"n_users_public={self.parameters.n_users_public}, "
+                f"mass={float(self.distribution.sum()):.4g}, simulated"
+                + ("" if self.secure else ", SEEDED") + ")")
 
 
 def shuffle_heatmap(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray, *, grid: Grid,
@@ -647,7 +665,7 @@ def shuffle_heatmap(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray, *, grid:
     Decoding and RECONSTRUCT are post-processing. What is simulated:
     :data:`SIMULATION_NOTE`. ``docs/privacy/heatmaps_extensions.md``.
     """
-    rng = noise.check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
+    rng = check_rng(rng)  # the one rng rule: an int seed is default_rng(seed)
     if not isinstance(grid, Grid):
         raise InvalidParameterError("grid", grid, "a privot.heatmaps.Grid")
     if lp not in LP_FORMS:
@@ -665,9 +683,7 @@ def shuffle_heatmap(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray, *, grid:
             "n_users_public", n_users_public,
             f"n_users_public * m <= {MAX_SIMULATED_ENTRIES} (m = {params.m} coordinates for "
             f"resolution {grid.resolution}); use a coarser grid or fewer participants")
-    if accountant is not None and not hasattr(accountant, "spend"):
-        raise InvalidParameterError("accountant", accountant,
-                                    "None or an object with spend() (a PrivacyAccountant)")
+    check_spender(accountant)
     enc = _encode(user_ids, x, y, grid, params.B, params.start_level, n)
     eps_total = math.fsum(params.level_epsilons)
     if accountant is not None:  # refused before any noise is drawn
@@ -679,7 +695,7 @@ def shuffle_heatmap(user_ids: np.ndarray, x: np.ndarray, y: np.ndarray, *, grid:
                     "n_users_public": n, "level_epsilons": list(params.level_epsilons),
                     "start_level": params.start_level, "simulated": True,
                     "relation_note": "zero-out: participants fixed at n_users_public"})
-    secure = noise.resolve_rng(rng)[1]
+    secure = resolve_rng(rng)[1]
     run = shuffle_sum(enc.z, params=params, rng=rng)
     off = params.level_offsets
     decoded, scaled = [], []

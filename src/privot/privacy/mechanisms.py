@@ -36,6 +36,9 @@ randomness comes from:
 
 * :func:`add_gaussian_noise` -- values plus float-attack-safe Gaussian noise of a
   given ``sigma`` (the caller has calibrated and charged it).
+* :func:`polya_laplace_shares` -- per-party shares whose sum is a discrete Laplace (the
+  users' noise of the shuffle-model heatmap, calibrated and charged by
+  :mod:`privot.heatmaps.shuffle`).
 * :func:`secret_uniform_integers` -- uniform integers whose secrecy the privacy claim
   rests on without being noise: secret shares, shuffle keys, subsampling keys.
 
@@ -72,6 +75,7 @@ __all__ = [
     "gaussian_mechanism",
     "gaussian_sigma",
     "laplace_mechanism",
+    "polya_laplace_shares",
     "secret_uniform_integers",
 ]
 
@@ -557,3 +561,21 @@ def secret_uniform_integers(high: int | np.ndarray,
     int or ndarray of int64, shape ``size``
     """
     return noise.uniform_integers(high, size=size, rng=rng)
+
+
+def polya_laplace_shares(n_parties: int, scale: float,
+                         size: int | tuple[int, ...] | None = None, *,
+                         rng: np.random.Generator | noise.BitSource | None = None
+                         ) -> np.ndarray:
+    """Per-party integer shares whose sum is a discrete Laplace of scale ``scale``.
+
+    The users' noise of the shuffle-model heatmap (paper 002, App. F): each of
+    ``n_parties`` users adds one share, so the aggregate carries one discrete Laplace;
+    the caller (:mod:`privot.heatmaps.shuffle`) calibrates ``scale`` and charges. Drawn
+    by :func:`privot.privacy.noise.polya_laplace_shares` (the same draws).
+
+    Returns
+    -------
+    ndarray of int64, shape ``(n_parties, *size)``
+    """
+    return noise.polya_laplace_shares(n_parties, scale, size=size, rng=rng)

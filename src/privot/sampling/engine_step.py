@@ -36,7 +36,14 @@ from privot._usable import usable_user_points
 from privot.engines import Engine, get_engine
 from privot.engines.base import check_source
 from privot.errors import EngineResultError, InvalidParameterError
-from privot.grid import Grid, cell_sql, check_point_columns
+from privot.grid import (
+    DEFAULT_USER_COLUMN,
+    DEFAULT_X_COLUMN,
+    DEFAULT_Y_COLUMN,
+    Grid,
+    cell_sql,
+    check_point_columns,
+)
 
 __all__ = ["USER_CELLS_SQL", "UserCellCounts", "dense_distributions", "user_cell_counts",
            "user_cell_counts_in_memory"]
@@ -156,8 +163,8 @@ def _compress(user: np.ndarray, cell: np.ndarray, count: np.ndarray, grid: Grid,
                           empty_user_ids=empty)
 
 
-def user_cell_counts(source: Any, *, grid: Grid, user_column: str = "user_id",
-                     x_column: str = "longitude", y_column: str = "latitude",
+def user_cell_counts(source: Any, *, grid: Grid, user_column: str = DEFAULT_USER_COLUMN,
+                     x_column: str = DEFAULT_X_COLUMN, y_column: str = DEFAULT_Y_COLUMN,
                      engine: str | Engine = "duckdb", spark: Any = None,
                      sep: str | None = None,
                      names: Sequence[str] | None = None) -> UserCellCounts:
