@@ -98,3 +98,32 @@ def test_old_metrics_path_is_the_evaluation_namespace():
 
     for name in metrics.__all__:
         assert getattr(metrics, name) is getattr(evaluation, name)
+
+
+def test_private_learning_is_make_private_train_result_in_one_call():
+    """Issue 25: the one-call entry point gives the same release as the three steps."""
+    torch = pytest.importorskip("torch")
+    from privot.learning import LearningResult, make_private, private_learning
+
+    gen = np.random.default_rng(5)
+    n = 120
+    a = gen.integers(0, 2, n)
+    y = (gen.random(n) < 0.5).astype(int)
+    x = np.c_[y + gen.normal(0, 1, n), a + gen.normal(0, 0.5, n)].astype(np.float32)
+    opts = dict(penalty="sp", alpha=0.5, noise_multiplier=4.0, target_delta=1e-5, steps=2)
+
+    def model_and_optimizer():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(2, 1), torch.nn.Sigmoid())
+        return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+    m1, o1 = model_and_optimizer()
+    res = private_learning(m1, o1, (x, y, a), rng=3, progress=False, **opts)
+    m2, o2 = model_and_optimizer()
+    trainer = make_private(m2, o2, (x, y, a), rng=3, **opts)
+    trainer.train(progress=False)
+    assert isinstance(res, LearningResult)
+    for p1, p2 in zip(m1.parameters(), m2.parameters(), strict=True):
+        assert torch.equal(p1, p2)
+    assert res.epsilon == pytest.approx(trainer.privacy_report()["epsilon"])
+    assert res.architecture == {"model": "Sequential", "trainable_parameters": 3}

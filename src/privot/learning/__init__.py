@@ -8,7 +8,10 @@ library computes: ``make_private(model, optimizer, groups, target_epsilon=...,
 target_delta=..., steps=..., penalty="sp", alpha=..., clip=..., M=..., L=...)``, or
 ``make_private(model, optimizer, groups, LearningParams(...))`` (the keyword options
 build the same frozen, validated :class:`LearningParams`). A trained trainer gives its
-:class:`LearningResult` with ``trainer.result(architecture=...)``.
+:class:`LearningResult` with ``trainer.result(architecture=...)``;
+:func:`private_learning` is the three steps in one call, the shape of every
+capability's entry point (data, parameters, ``accountant``, ``rng``, ``progress`` -> a
+result).
 
 Modules (each with one job; torch is the ``torch`` extra, imported here and reached from
 outside the package with :func:`require_torch`):
@@ -53,6 +56,7 @@ from privot.learning.private import (
     PrivateWassersteinTrainer,
     StepRecord,
     make_private,
+    private_learning,
 )
 from privot.learning.result import LearningResult
 from privot.learning.sensitivity import objective_sensitivity
@@ -71,6 +75,7 @@ __all__ = [
     "fairness_groups",
     "fairness_report",
     "make_private",
+    "private_learning",
     "matching_groups",
     "objective_sensitivity",
     "random_directions",

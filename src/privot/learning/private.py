@@ -88,6 +88,7 @@ __all__ = [
     "PrivateWassersteinTrainer",
     "StepRecord",
     "make_private",
+    "private_learning",
 ]
 
 MECHANISM = "learning.dp-sgd-wasserstein"
@@ -649,3 +650,50 @@ def make_private(model, optimizer, groups, params: LearningParams | None = None,
         model=model, optimizer=optimizer, groups=groups, params=params, calibration=cal,
         score_fn=score_fn, rng=rng, secure=secure, direction_generator=gen,
         accountant=accountant)
+
+
+def private_learning(model, optimizer, groups, params: LearningParams | None = None, *,
+                     accountant=None, rng: np.random.Generator | int | None = None,
+                     progress: bool | None = None,
+                     architecture: Mapping[str, Any] | None = None,
+                     settings: Mapping[str, Any] | None = None,
+                     **options: Any) -> LearningResult:
+    r"""Train ``model`` privately and return the release: the one-call entry point.
+
+    The same shape as the other capabilities' entry points (``private_heatmap``,
+    ``private_barycenter``, ``sample_population``): data, a frozen parameter object
+    (:class:`~privot.learning.params.LearningParams`, or keyword ``options`` building
+    it), then ``accountant``, ``rng``, ``progress``; a
+    :class:`~privot.learning.result.LearningResult` back. It is
+    :func:`make_private`, :meth:`PrivateWassersteinTrainer.train` and
+    :meth:`PrivateWassersteinTrainer.result` in one call; use those three for a
+    callback per step or to stop early.
+
+    Parameters
+    ----------
+    model, optimizer, groups, params, accountant, rng, **options
+        As :func:`make_private`.
+    progress : bool, optional
+        A bar of the steps on stderr (privot's progress rule).
+    architecture : mapping, optional
+        Public description of the model for ``release.json``; default its class name and
+        number of trainable parameters (the architecture is the caller's public choice).
+    settings : mapping, optional
+        Other public settings to record.
+
+    Returns
+    -------
+    LearningResult
+
+    Privacy
+    -------
+    As :func:`make_private`: the whole run is charged before any data is read.
+    """
+    trainer = make_private(model, optimizer, groups, params, accountant=accountant, rng=rng,
+                           **options)
+    trainer.train(progress=progress)
+    if architecture is None:
+        architecture = {"model": type(model).__name__,
+                        "trainable_parameters": int(sum(
+                            p.numel() for p in trainable_parameters(model)))}
+    return trainer.result(architecture=architecture, settings=settings)
