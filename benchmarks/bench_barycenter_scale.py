@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privot.barycenters import PublicBounds, api, private_barycenter
+from privot.barycenters import PublicBounds, method_perturbation, private_barycenter
 from privot.barycenters import coresets as cs
 from privot.barycenters.api import DEFAULT_MAX_ATOMS, DEFAULT_MAX_CORESET
 from privot.datasets import US_CENSUS_REGIONS, load_us_places, sample_people
@@ -95,7 +95,7 @@ class Replay:
         self.record, self.i = False, 0
 
 
-_REAL_OUTPUT_PERTURBATION = api.output_perturbation
+_REAL_OUTPUT_PERTURBATION = method_perturbation.output_perturbation
 
 
 def fixed_noise_perturbation(*args, **kw):
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> dict:
             seed = int(rng.integers(2**31))
             replay = Replay()
             cs.noisy_level_counts = replay
-            api.output_perturbation = fixed_noise_perturbation
+            method_perturbation.output_perturbation = fixed_noise_perturbation
             row: dict = {"rows": n * len(groups), "groups": len(groups), "n": n,
                          "regions": list(wl["regions"]), "m": wl["m"], "method": method}
             try:
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> dict:
                     row["max_atoms_sweep"] = sweep
             finally:
                 cs.noisy_level_counts = replay.real
-                api.output_perturbation = _REAL_OUTPUT_PERTURBATION
+                method_perturbation.output_perturbation = _REAL_OUTPUT_PERTURBATION
             out["runs"][key] = row
             save()
     target = out["runs"].get("A_coreset", {}).get("after", {}).get("end_to_end")

@@ -71,16 +71,16 @@ def test_centre_atoms_are_the_same_measure():
 
 def test_end_to_end_centre_weighted_is_the_point_per_person_measure(frozen_counts,
                                                                      monkeypatch):
-    from privot.barycenters import api
+    from privot.barycenters import method_coreset
 
     seen = []
-    real = api.free_support_barycenter
+    real = method_coreset.free_support_barycenter
 
     def spy(measures, **kw):
         seen.append(([np.array(x) for x in measures], kw.get("measure_weights")))
         return real(measures, **kw)
 
-    monkeypatch.setattr(api, "free_support_barycenter", spy)
+    monkeypatch.setattr(method_coreset, "free_support_barycenter", spy)
     groups = [_clustered(1500, 3), _clustered(1200, 4)]
     kw = {"bounds": BOX, "m": 5, "epsilon": 1.0, "placement": "centre", "solver": "exact",
           "progress": False}

@@ -152,6 +152,8 @@ def test_one_group_and_ball_bounds(groups_csv, tmp_path):
     (("--method", "perturbation", "--delta", "1e-5", "--step", "anchored",
       "--proxy-size", "500"), "--proxy-size"),
     (("--method", "coreset", "--proxy-size", "500"), "--proxy-size"),
+    (("--method", "coreset", "--splits", "3"), "--splits"),
+    (("--method", "coreset", "--calibration", "classic"), "--calibration"),
     (("--step", "anchored"), "--step"),  # auto runs the coreset here
     (("--method", "subspace", "--step", "lloyd"), "--step"),
     (("--method", "perturbation", "--delta", "1e-5", "--splits", "20"), "--splits"),

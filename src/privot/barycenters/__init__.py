@@ -1,6 +1,8 @@
 """Differentially private Wasserstein barycenters (papers 000 and 001).
 
-* :func:`private_barycenter` -> :class:`BarycenterResult`: the private-coreset method
+* :func:`private_barycenter` -> :class:`BarycenterResult`, its public choices
+  :class:`BarycenterParams` with one option object per method (:class:`CoresetOptions`,
+  :class:`PerturbationOptions`, :class:`SubspaceOptions`): the private-coreset method
   (paper 000 Alg. 2, epsilon-DP) and output perturbation (Alg. 1 / paper 001 Thm 5 and
   Prop. 6, (epsilon, delta)-DP), with JL projection and amplification by subsampling;
 * :class:`PublicBounds`: the public geometry (paper 000 Assumption 1);
@@ -19,8 +21,13 @@ Privacy analysis: ``docs/privacy/barycenters.md``.
 from privot.barycenters.api import METHODS, default_projection_dim, private_barycenter
 from privot.barycenters.coresets import PrivateCoreset, private_coreset
 from privot.barycenters.engine_step import CoresetLeafCounts, coreset_leaf_counts
-from privot.barycenters.evaluation import barycenter_w2, evaluate_barycenter
 from privot.barycenters.geometry import PublicBounds
+from privot.barycenters.params import (
+    BarycenterParams,
+    CoresetOptions,
+    PerturbationOptions,
+    SubspaceOptions,
+)
 from privot.barycenters.perturbation import (
     PerturbationRelease,
     output_perturbation,
@@ -30,17 +37,22 @@ from privot.barycenters.perturbation import (
 from privot.barycenters.plot import plot_barycenters
 from privot.barycenters.regions import PolygonRegion, PredicateRegion, Region, continental_us
 from privot.barycenters.result import BarycenterResult
+from privot.evaluation.barycenters import barycenter_w2, evaluate_barycenter
 
 __all__ = [
     "METHODS",
+    "BarycenterParams",
     "BarycenterResult",
     "CoresetLeafCounts",
+    "CoresetOptions",
+    "PerturbationOptions",
     "PerturbationRelease",
     "PolygonRegion",
     "PredicateRegion",
     "PrivateCoreset",
     "PublicBounds",
     "Region",
+    "SubspaceOptions",
     "barycenter_w2",
     "continental_us",
     "coreset_leaf_counts",

@@ -40,6 +40,7 @@ import numpy as np
 
 from privot._usable import usable_rows
 from privot._validation import check_epsilon, check_int
+from privot.barycenters._repr import short_repr
 from privot.barycenters.geometry import PublicBounds
 from privot.barycenters.regions import Region
 from privot.errors import InvalidDataError, InvalidParameterError
@@ -697,6 +698,9 @@ class PrivateCoreset:
     n_outside_region: int
     bounds: PublicBounds
     params: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return short_repr(self, ("n", "points", "depth", "epsilon", "placement", "secure"))
 
     @property
     def epsilon(self) -> float:

@@ -153,6 +153,10 @@ class CoresetLeafCounts:
     bounds: PublicBounds
     n_unusable: dict[Any, int] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        return (f"CoresetLeafCounts(groups={len(self.counts)}, depth={self.depth}, "
+                f"bounds={self.bounds!r})")
+
     def coreset(self, group: Any = None, *, epsilon: float, **kwargs: Any) -> PrivateCoreset:
         """:func:`~privot.barycenters.coresets.coreset_from_leaf_counts` for one group
         (``kwargs``: ``schedule``, ``placement``, ``region``, ``size``, ``rng``,

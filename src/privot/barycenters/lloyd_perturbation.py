@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from privot._validation import check_int
+from privot.barycenters._repr import short_repr
 from privot.barycenters.subspace import (
     RADIUS,
     check_noise_drawable,
@@ -53,7 +54,8 @@ from privot.barycenters.subspace import (
 )
 from privot.errors import InvalidParameterError
 from privot.ot import power_diagram_weights
-from privot.privacy import accounting, noise
+from privot.privacy import accounting
+from privot.privacy.noise import check_rng, resolve_rng
 
 __all__ = [
     "DEFAULT_BALANCING_ROUNDS",
@@ -195,6 +197,10 @@ class LloydPlan:
     proxy_size: int = DEFAULT_PROXY_SIZE
     shrinkage: bool = True
 
+    def __repr__(self) -> str:
+        return short_repr(self, ("m", "dim", "balancing_rounds", "steps", "mu", "proxy_size",
+                                 "shrinkage"))
+
     def to_dict(self) -> dict[str, Any]:
         """Public parameters, JSON-ready."""
         return {"balancing_rounds": self.balancing_rounds, "steps": self.steps,
@@ -252,6 +258,9 @@ class LloydRelease:
     trajectory: list[np.ndarray]
     secure: bool
     curator_only: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return short_repr(self, ("support", "trajectory", "secure"))
 
 
 def _reweighted(proxy: np.ndarray, weights: np.ndarray, atoms: np.ndarray, power: np.ndarray,
@@ -312,8 +321,8 @@ def lloyd_perturbation(units: Sequence[np.ndarray], anchor: np.ndarray, *,
     :math:`2R`), with the plan's Gaussian noise; cells are functions of earlier releases.
     The plan's ``mu`` is the GDP parameter of the whole (adaptive composition).
     """
-    rng = noise.check_rng(rng)
-    secure = noise.resolve_rng(rng)[1]
+    rng = check_rng(rng)
+    secure = resolve_rng(rng)[1]
     a = np.array(anchor, dtype=np.float64)
     m, dim = a.shape
     k = len(units)

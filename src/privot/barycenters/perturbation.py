@@ -87,9 +87,9 @@ from privot._validation import (
     check_positive,
     check_weights,
 )
+from privot.barycenters._repr import short_repr
 from privot.errors import InvalidDataError, InvalidParameterError
-from privot.ot import plan_budget
-from privot.ot._exact import _cost, budgeted_emd
+from privot.ot import budgeted_emd, plan_budget, squared_euclidean
 from privot.privacy import accounting
 from privot.privacy.mechanisms import gaussian_mechanism, gaussian_sigma
 from privot.privacy.noise import check_rng
@@ -329,7 +329,7 @@ def _anchored_step(parts: list[list[_Part | None]], anchor: np.ndarray, beta: np
                 continue
             n = part.points.shape[0]
             plan, optimal = budgeted_emd(np.full(n, 1.0 / n), b,
-                                         _cost(part.planned, anchor_plan, 2, "euclidean"),
+                                         squared_euclidean(part.planned, anchor_plan),
                                          part.budget)
             non_optimal += int(not optimal)
             # any coupling works: column j carries mass 1/m, so its normalised column is a
@@ -422,6 +422,9 @@ class PerturbationRelease:
     trajectory: list[np.ndarray] = field(repr=False)
     params: dict[str, Any] = field(default_factory=dict)
     curator_only: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __repr__(self) -> str:
+        return short_repr(self, ("support", "sigma", "splits", "iterations", "secure"))
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,9 @@ class PolygonRegion:
 
     vertices: np.ndarray
 
+    def __repr__(self) -> str:
+        return f"PolygonRegion({len(self.vertices)} vertices)"
+
     def __post_init__(self) -> None:
         try:
             v = check_finite_array(self.vertices, "vertices", ndim=2)

@@ -29,7 +29,6 @@ from privot._result import (
     write_curator_report,
     write_release,
 )
-from privot.barycenters.evaluation import evaluate_barycenter
 from privot.barycenters.geometry import PublicBounds
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.privacy.types import Neighbouring, PrivacyCost
@@ -139,8 +138,12 @@ class BarycenterResult(ReleaseResult):
                  max_points: int | None = None,
                  rng: np.random.Generator | int | None = None) -> dict[str, float]:
         """Exact cost on ``groups`` and W2 to ``references``; see
-        :func:`~privot.barycenters.evaluation.evaluate_barycenter`. Reads the raw
+        :func:`~privot.evaluation.barycenters.evaluate_barycenter`. Reads the raw
         groups: an evaluation, not a release."""
+        # curator-only, imported when asked: no release path imports the evaluation
+        # namespace (through the package's re-export of it)
+        from privot.barycenters.evaluation import evaluate_barycenter
+
         return evaluate_barycenter(groups, self.support, p=self.params.get("p", 2),
                                    group_weights=self.params.get("group_weights"),
                                    references=references, max_points=max_points, rng=rng)

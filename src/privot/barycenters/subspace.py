@@ -59,10 +59,12 @@ import numpy as np
 from scipy import fft as sfft
 
 from privot._validation import check_int
+from privot.barycenters._repr import short_repr
 from privot.errors import InvalidParameterError
-from privot.privacy import accounting, noise
+from privot.privacy import accounting
 from privot.privacy.events import ComposedEvent, GaussianEvent, PrivacyEvent, PureEvent
-from privot.privacy.mechanisms import gaussian_grid, laplace_mechanism
+from privot.privacy.mechanisms import add_gaussian_noise, gaussian_grid, laplace_mechanism
+from privot.privacy.noise import check_rng, resolve_rng
 from privot.privacy.types import Neighbouring, PrivacyCost
 
 __all__ = [
@@ -374,6 +376,10 @@ class SubspacePlan:
     mu: float | None
     event: PrivacyEvent = field(repr=False)
 
+    def __repr__(self) -> str:
+        return short_repr(self, ("mechanism", "basis_dim", "subspace_dim", "cells", "rounds",
+                                 "mu"))
+
     def to_dict(self) -> dict[str, Any]:
         """Public parameters, JSON-ready."""
         return {"mechanism": self.mechanism, "basis_dim": self.basis_dim,
@@ -394,8 +400,10 @@ def check_noise_drawable(mechanism: str, step: dict[str, float], size: int) -> N
     charge, instead of after it. Data-independent."""
     try:
         if mechanism == "gaussian":
-            noise.secure_gaussian(np.zeros(1), step["sigma"], rng=np.random.default_rng(0),
-                                  grid_exponent=int(step["grid_exponent"]))
+            # a trial draw on a public, fixed generator: nothing is released and nothing
+            # is charged; only the sampler's limits are exercised (its grid and sigma)
+            add_gaussian_noise(np.zeros(1), sigma=step["sigma"], rng=np.random.default_rng(0),
+                               grid_exponent=int(step["grid_exponent"]))
         else:
             laplace_mechanism(np.zeros(size), sensitivity=step["sensitivity"],
                               epsilon=step["epsilon"], rng=np.random.default_rng(0))
@@ -579,6 +587,9 @@ class SubspaceRelease:
     secure: bool
     seconds: float = 0.0
 
+    def __repr__(self) -> str:
+        return short_repr(self, ("projection", "atoms", "secure"))
+
 
 class _Noise:
     """The plan's noise on one statistic: secure samplers, grid rounding included."""
@@ -586,7 +597,7 @@ class _Noise:
     def __init__(self, plan: SubspacePlan, rng: np.random.Generator | None) -> None:
         self.plan = plan
         self.rng = rng
-        self.secure = noise.resolve_rng(rng)[1]
+        self.secure = resolve_rng(rng)[1]
 
     def __call__(self, name: str, values: np.ndarray) -> np.ndarray:
         step = self.plan.noise[name]
@@ -605,8 +616,10 @@ class _Noise:
 def gaussian_noise(values: np.ndarray, step: dict[str, float],
                    rng: np.random.Generator | None) -> np.ndarray:
     """``values`` plus the secure Gaussian of a :func:`gaussian_step` (its grid)."""
-    return np.asarray(noise.secure_gaussian(values, step["sigma"], rng=rng,
-                                            grid_exponent=int(step["grid_exponent"])),
+    # calibrated by plan_subspace / plan_lloyd and charged by the caller's accountant
+    # (the steps compose as GDP): the noise layer's composed-release entry point
+    return np.asarray(add_gaussian_noise(values, sigma=step["sigma"], rng=rng,
+                                         grid_exponent=int(step["grid_exponent"])),
                       dtype=np.float64)
 
 
@@ -706,7 +719,7 @@ def subspace_release(units: list[np.ndarray], *, plan: SubspacePlan, basis: np.n
     else is post-processing. The work after the charge is fixed by the plan.
     """
     t_start = time.perf_counter()
-    rng = noise.check_rng(rng, bits=False)
+    rng = check_rng(rng, bits=False)
     public = rng if rng is not None else np.random.default_rng()
     add_noise = _Noise(plan, rng)
     d = units[0].shape[1]

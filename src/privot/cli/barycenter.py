@@ -21,8 +21,7 @@ weighted support points and writes them into the output folder
   ``--splits`` parts (paper 000 Alg. 1 / paper 001 Thm 5 with splitting;
   ``--calibration``). ``--splits`` and ``--calibration`` are refused with
   ``--step lloyd``, ``--balancing-rounds`` and ``--proxy-size`` with ``--step
-  anchored``, and ``--step``, ``--balancing-rounds`` and ``--proxy-size`` with a method
-  that is not the perturbation one;
+  anchored``, and all five with a method that is not the perturbation one;
 * ``subspace``: private projection, DP Lloyd rounds in the subspace, the barycenter of
   the private summaries, the lift (:mod:`privot.barycenters.subspace`): pure
   epsilon-DP (Laplace noise) without ``--delta``, (epsilon, delta)-DP (Gaussian noise)
@@ -110,6 +109,7 @@ DEFAULT_CALIBRATION = "analytic"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``privot barycenter`` to the subcommands (its options in ``--help`` order)."""
     p = sub.add_parser(
         "barycenter", help="differentially private Wasserstein barycenter of groups of "
                            "points (papers 000 and 001)",
@@ -125,6 +125,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                "coordinate are left out and still count in their group's size; a group "
                "with no usable row inside the bounds is refused before anything is "
                "charged. Exit status: 0 on success, 2 on invalid input.")
+    _add_input_arguments(p)
+    _add_release_arguments(p)
+    _add_perturbation_arguments(p)
+    _add_coreset_arguments(p)
+    _add_subspace_arguments(p)
+    _add_run_arguments(p)
+    p.set_defaults(handler=_run)
+
+
+def _add_input_arguments(p: argparse.ArgumentParser) -> None:
+    """The table, its columns and the public bounds (a box or a ball)."""
     p.add_argument("input", metavar="INPUT", help="CSV, TSV or Parquet file (or folder)")
     add_column_arguments(p, count=None, group=True, columns_help=(
         "coordinate columns, comma-separated, d of them (default: longitude,latitude)"))
@@ -136,6 +147,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     where.add_argument("--ball", type=positive_float, nargs="+", metavar="V",
                        help="public ball instead of a box: d+1 numbers CENTRE_1 ... "
                             "CENTRE_d RADIUS")
+
+
+def _add_release_arguments(p: argparse.ArgumentParser) -> None:
+    """The support size, the budget and the method."""
     p.add_argument("--m", type=int, default=48, help="support size (default: %(default)s)")
     p.add_argument("--epsilon", type=positive_float, required=True, help="budget (> 0)")
     p.add_argument("--delta", type=positive_float, default=None,
@@ -149,6 +164,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "above (coreset on --engine spark); coreset: private coreset (pure "
                         "DP); perturbation: output perturbation; subspace: private "
                         "subspace summaries (high dimension)")
+
+
+def _add_perturbation_arguments(p: argparse.ArgumentParser) -> None:
+    """Output perturbation's step and its parameters (refused with the other methods)."""
     p.add_argument("--step", choices=PERTURBATION_STEPS, default=None,
                    help="perturbation: the released statistic. lloyd (default): noisy "
                         "Lloyd steps on power cells balanced on the private coreset; "
@@ -170,6 +189,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--calibration", choices=("analytic", "classic"), default=None,
                    help="perturbation with --step anchored: Gaussian calibration "
                         f"(default: {DEFAULT_CALIBRATION})")
+
+
+def _add_coreset_arguments(p: argparse.ArgumentParser) -> None:
+    """The JL dimension, amplification by subsampling and the coreset's placement and
+    region."""
     p.add_argument("--projection-dim", default="auto", metavar="D_PRIME",
                    help="coreset and perturbation: JL target dimension, 'auto' (Thm "
                         "5.4's order) or 'none' (default: %(default)s)")
@@ -181,6 +205,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="coreset points in their cell (default: %(default)s)")
     p.add_argument("--region", choices=("none", "continental-us"), default="none",
                    help="public region for the coreset points (default: %(default)s)")
+
+
+def _add_subspace_arguments(p: argparse.ArgumentParser) -> None:
+    """The subspace method's public choices (an argument group)."""
     sub_opts = p.add_argument_group(
         "subspace method", "public choices of --method subspace (or auto for d > 2); "
         "refused with the other methods")
@@ -207,6 +235,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                           metavar="SHARE",
                           help="share of the budget spent on the DP second moment, in "
                                "(0, 1) (default: 0.35 with --delta, 0.5 without)")
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """The solver, the engine, the files and the run's switches (seed, progress, ledger)."""
     p.add_argument("--reg", type=positive_float, default=1e-3,
                    help="entropic regularisation of the barycenter solver "
                         "(default: %(default)s)")
@@ -221,7 +253,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_seed_argument(p)
     add_progress_arguments(p, bar="the solver's progress bars")
     add_ledger_arguments(p)
-    p.set_defaults(handler=_run)
 
 
 def image_shape(text: str) -> tuple[int, int]:
@@ -305,8 +336,8 @@ def _subspace_options(args: argparse.Namespace, method: str, d: int) -> dict[str
 def _perturbation_options(args: argparse.Namespace, method: str) -> dict[str, Any]:
     """The perturbation keywords of ``private_barycenter`` (``step``,
     ``balancing_rounds``, ``proxy_size``, ``splits``, ``calibration``), checked before
-    the data is read (public parameters only). ``--step``, ``--balancing-rounds`` and
-    ``--proxy-size`` are refused with a method that is not the perturbation one;
+    the data is read (public parameters only). All five are refused with a method that
+    is not the perturbation one;
     ``--splits`` and ``--calibration`` with ``--step lloyd``, ``--balancing-rounds``
     and ``--proxy-size`` with ``--step anchored``.
 
@@ -316,16 +347,14 @@ def _perturbation_options(args: argparse.Namespace, method: str) -> dict[str, An
     if method != "perturbation":
         for flag, value in (("--step", args.step),
                             ("--balancing-rounds", args.balancing_rounds),
-                            ("--proxy-size", args.proxy_size)):
+                            ("--proxy-size", args.proxy_size), ("--splits", args.splits),
+                            ("--calibration", args.calibration)):
             if value is not None:
                 ran = (f"this run has --method {args.method}" if args.method != "auto"
                        else f"--method auto runs {method} here")
                 raise InvalidParameterError(flag, value,
                                             f"only with --method perturbation; {ran}")
-        # as before: the library ignores them outside perturbation (subspace refuses
-        # --splits itself)
-        return {"splits": args.splits,
-                "calibration": args.calibration or DEFAULT_CALIBRATION}
+        return {}
     step = args.step or PERTURBATION_STEPS[0]
     if step == "lloyd":
         for flag, value in (("--splits", args.splits), ("--calibration", args.calibration)):
@@ -419,12 +448,13 @@ def _projection_dim(text: str) -> int | str | None:
     return check_int(dim, "--projection-dim", minimum=1)
 
 
-def _run(args: argparse.Namespace) -> int:
-
+def _release_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of ``private_barycenter`` (bounds, m, epsilon, method and each
+    method's options), every public choice checked before the data is read or anything
+    is charged; refused by flag."""
     from privot._validation import check_epsilon, check_int
-    from privot.barycenters import continental_us, private_barycenter
+    from privot.barycenters import continental_us
     from privot.barycenters.api import choose_method
-    from privot.privacy.events import ApproxEvent, PureEvent
 
     columns = list(args.columns)  # a list of >= 1 names (add_column_arguments)
     epsilon = check_epsilon(args.epsilon, "--epsilon")
@@ -447,71 +477,37 @@ def _run(args: argparse.Namespace) -> int:
     perturbation_kw = _perturbation_options(args, runs)
     if args.plot_data and (args.engine != "duckdb" or len(columns) != 2):
         raise InvalidParameterError("--plot-data", True, "2-D data on the duckdb engine")
-    out = OutputFolder(args.output, command="barycenter", force=args.force,
-                       publishable=PUBLISHABLE)
-    out.check()  # before the data is read or anything charged
-    # the ledger too: a missing file or a unit/relation it cannot record is refused now
-    ledger = ledger_from_args(
-        args, **RELEASE_RELATIONS["barycenter"],
-        planned=(PureEvent(epsilon, "barycenter") if args.delta is None
-                 else ApproxEvent(epsilon, args.delta, "barycenter")),
-        planned_note="" if args.delta is None else "by the (epsilon, delta) pair it proves")
-    engine = engine_from_args(args)
+    return {"bounds": bounds, "m": m, "epsilon": epsilon, "delta": args.delta,
+            "method": args.method, "population_size": args.population_size,
+            "projection_dim": projection_dim, "iterations": args.iterations,
+            "reg": args.reg, "placement": args.placement, "region": region,
+            **perturbation_kw, **subspace_kw}
 
-    seconds: dict[str, float] = {}
-    with capture_data_warnings("barycenter") as data_warnings:
-        start = time.perf_counter()
-        groups: list[np.ndarray] | None = None
-        if args.engine == "spark":
-            # exact leaf counts on Spark (coreset method only, checked above); noise,
-            # placement and the barycenter run here on the counts
-            from privot.barycenters import coreset_leaf_counts
-            from privot.barycenters.coresets import MAX_DEPTH
 
-            data = coreset_leaf_counts(args.input, bounds=bounds, depth=MAX_DEPTH,
-                                       coordinate_columns=columns,
-                                       group_column=args.group_column, engine=engine,
-                                       sep=args.sep)
-            names = (["all"] if args.group_column is None
-                     else [group_label(key) for key in data.counts])
-            sizes = [int(data.n[key]) for key in data.counts]
-        else:
-            groups, names = _read_groups(args.input, columns, args.group_column, args.sep,
-                                         engine)
-            data = groups
-            sizes = [len(g) for g in groups]
-        seconds["read"] = time.perf_counter() - start
-        for name, size in zip(names, sizes, strict=True):
-            if size < m:  # group sizes are public: refused before anything is charged
-                raise InvalidParameterError(
-                    "--m", m, f"at most the size of the smallest group ({name!r} has "
-                    f"{size} rows)")
-        # with a ledger: charged once, with the release's event, before any noise
-        with ledger_spender(ledger, args, capability="barycenter",
-                            **RELEASE_RELATIONS["barycenter"], output=out.path) as acct:
-            result = private_barycenter(
-                data, bounds=None if groups is None else bounds, m=m, epsilon=epsilon,
-                delta=args.delta, method=args.method, population_size=args.population_size,
-                projection_dim=projection_dim, iterations=args.iterations, reg=args.reg,
-                placement=args.placement, region=region, rng=rng_from_args(args),
-                accountant=acct, progress=progress_from_args(args), **perturbation_kw,
-                **subspace_kw)
-        seconds["release"] = time.perf_counter() - start - seconds["read"]
+def _read_data(args: argparse.Namespace, bounds: Any, engine: Any
+               ) -> tuple[Any, list[np.ndarray] | None, list[str], list[int]]:
+    """The data the library reads: ``(data, groups, names, sizes)``. On Spark the
+    engine's exact leaf counts (``groups`` None), else the rows in memory."""
+    columns = list(args.columns)
+    if args.engine == "spark":
+        # exact leaf counts on Spark (coreset method only, checked before); noise,
+        # placement and the barycenter run here on the counts
+        from privot.barycenters import coreset_leaf_counts
+        from privot.barycenters.coresets import MAX_DEPTH
 
-    # -- publishable (public parameters and the noisy release) and curator-only files:
-    # one code path with the library's BarycenterResult.save
-    out.open()
-    written = result.save(out.path, columns=columns, group_names=names, region=region,
-                          release_extra={"engine": args.engine},
-                          curator={"seconds": seconds},
-                          data=groups if args.plot_data else None,
-                          data_warnings=data_warnings)
-    out.record(written)
-    report = result.curator_report()
+        data = coreset_leaf_counts(args.input, bounds=bounds, depth=MAX_DEPTH,
+                                   coordinate_columns=columns,
+                                   group_column=args.group_column, engine=engine,
+                                   sep=args.sep)
+        names = (["all"] if args.group_column is None
+                 else [group_label(key) for key in data.counts])
+        return data, None, names, [int(data.n[key]) for key in data.counts]
+    groups, names = _read_groups(args.input, columns, args.group_column, args.sep, engine)
+    return groups, groups, names, [len(g) for g in groups]
 
-    c = result.cost
-    kind = "pure DP" if c.delta == 0 else f"delta = {c.delta:g}"
-    where = " on the population" if args.population_size else ""
+
+def _describe(args: argparse.Namespace, result: Any) -> str:
+    """The method that ran and its public plan, in words (public parameters only)."""
     how = f"{result.method} method" + (" (auto)" if args.method == "auto" else "")
     if result.method == "perturbation":  # its step, and k' only for the anchored one
         step = result.params.get("step")
@@ -526,8 +522,60 @@ def _run(args: argparse.Namespace) -> int:
     if plan is not None:  # its public plan
         how += (f" ({plan['mechanism']} noise, d' = {plan['subspace_dim']}, "
                 f"{plan['cells']} cell(s), {plan['rounds']} Lloyd round(s))")
+    return how
+
+
+def _run(args: argparse.Namespace) -> int:
+    from privot.barycenters import private_barycenter
+    from privot.privacy.events import ApproxEvent, PureEvent
+
+    options = _release_options(args)
+    bounds, m, epsilon = options["bounds"], options["m"], options["epsilon"]
+    out = OutputFolder(args.output, command="barycenter", force=args.force,
+                       publishable=PUBLISHABLE)
+    out.check()  # before the data is read or anything charged
+    # the ledger too: a missing file or a unit/relation it cannot record is refused now
+    ledger = ledger_from_args(
+        args, **RELEASE_RELATIONS["barycenter"],
+        planned=(PureEvent(epsilon, "barycenter") if args.delta is None
+                 else ApproxEvent(epsilon, args.delta, "barycenter")),
+        planned_note="" if args.delta is None else "by the (epsilon, delta) pair it proves")
+    engine = engine_from_args(args)
+
+    seconds: dict[str, float] = {}
+    with capture_data_warnings("barycenter") as data_warnings:
+        start = time.perf_counter()
+        data, groups, names, sizes = _read_data(args, bounds, engine)
+        seconds["read"] = time.perf_counter() - start
+        for name, size in zip(names, sizes, strict=True):
+            if size < m:  # group sizes are public: refused before anything is charged
+                raise InvalidParameterError(
+                    "--m", m, f"at most the size of the smallest group ({name!r} has "
+                    f"{size} rows)")
+        # with a ledger: charged once, with the release's event, before any noise
+        with ledger_spender(ledger, args, capability="barycenter",
+                            **RELEASE_RELATIONS["barycenter"], output=out.path) as acct:
+            result = private_barycenter(
+                data, **{**options, "bounds": None if groups is None else bounds},
+                rng=rng_from_args(args), accountant=acct, progress=progress_from_args(args))
+        seconds["release"] = time.perf_counter() - start - seconds["read"]
+
+    # -- publishable (public parameters and the noisy release) and curator-only files:
+    # one code path with the library's BarycenterResult.save
+    out.open()
+    written = result.save(out.path, columns=list(args.columns), group_names=names,
+                          region=options["region"], release_extra={"engine": args.engine},
+                          curator={"seconds": seconds},
+                          data=groups if args.plot_data else None,
+                          data_warnings=data_warnings)
+    out.record(written)
+    report = result.curator_report()
+
+    c = result.cost
+    kind = "pure DP" if c.delta == 0 else f"delta = {c.delta:g}"
+    where = " on the population" if args.population_size else ""
     say = say_from_args(args)
-    say(f"privot barycenter: {how}, m = {m}, k = {len(sizes)} (group "
+    say(f"privot barycenter: {_describe(args, result)}, m = {m}, k = {len(sizes)} (group "
           f"labels and sizes public); spent epsilon = {c.epsilon:g} ({kind}){where}; unit "
           "= one row, replace-one" + ("" if result.secure else "; SEEDED: not for "
                                       "publication"))
@@ -539,4 +587,3 @@ def _run(args: argparse.Namespace) -> int:
               names, sizes, report["rows_clipped_per_group"],
               report["rows_unusable_per_group"], strict=True)), file=sys.stderr)
     return 0
-

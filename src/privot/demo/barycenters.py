@@ -70,10 +70,10 @@ def _case(ctx: DemoContext, groups, names, pops, *, n: int, epsilon: float, key:
     from privot.barycenters import (
         PublicBounds,
         continental_us,
-        evaluate_barycenter,
         plot_barycenters,
         private_barycenter,
     )
+    from privot.evaluation.barycenters import evaluate_barycenter
     from privot.ot import free_support_barycenter
 
     lo, hi = zip(*US_BOUNDS, strict=True)
@@ -140,12 +140,9 @@ def _case(ctx: DemoContext, groups, names, pops, *, n: int, epsilon: float, key:
 
 def _mnist_case(ctx: DemoContext, gen: np.random.Generator) -> tuple[dict[str, Any], str]:
     """MNIST as one group in d = 784: the subspace method against the coreset with JL."""
-    from privot.barycenters import (
-        PublicBounds,
-        evaluate_barycenter,
-        private_barycenter,
-    )
+    from privot.barycenters import PublicBounds, private_barycenter
     from privot.datasets import load_mnist
+    from privot.evaluation.barycenters import evaluate_barycenter
     from privot.ot import free_support_barycenter
 
     t0 = time.perf_counter()

@@ -5,7 +5,10 @@ One private module per solver family, re-exported here:
 * exact W_p between weighted point clouds (POT's network simplex): :func:`wasserstein_distance`,
   :func:`optimal_plan`, :func:`ground_cost`; the total solver for release paths,
   :func:`budgeted_plan` -> :class:`BudgetedPlan` (always a coupling in Pi(a, b) after a
-  public iteration budget :func:`plan_budget`), and :func:`round_to_polytope`;
+  public iteration budget :func:`plan_budget`), and :func:`round_to_polytope`; for callers
+  that hold checked arrays, the unvalidated pieces :func:`budgeted_emd` (the budgeted
+  solver on weights and a cost matrix) and :func:`squared_euclidean` (the cost matrix
+  of ``ground_cost(x, y, p=2)``);
 * entropic OT, log-domain Sinkhorn: :func:`sinkhorn` -> :class:`SinkhornResult`;
 * closed-form 1-D W2 for unequal sizes and its gradients (paper 004, Props 3.1, 3.2):
   :func:`w2_squared_1d`, :func:`w2_squared_1d_with_grad`, :func:`quantile_coupling`
@@ -28,11 +31,13 @@ from privot.ot._barycenter_steps import barycenter_cost, solution_weights, suppo
 from privot.ot._exact import (
     METRICS,
     BudgetedPlan,
+    budgeted_emd,
     budgeted_plan,
     ground_cost,
     optimal_plan,
     plan_budget,
     round_to_polytope,
+    squared_euclidean,
     wasserstein_distance,
 )
 from privot.ot._one_d import (
@@ -55,8 +60,10 @@ __all__ = [
     "power_diagram_weights",
     "BudgetedPlan",
     "budgeted_plan",
+    "budgeted_emd",
     "plan_budget",
     "round_to_polytope",
+    "squared_euclidean",
     "SinkhornResult",
     "sinkhorn",
     "Coupling1D",
