@@ -211,3 +211,20 @@ def test_bad_inputs():
         laplace_mechanism(1.0, sensitivity=1.0, epsilon=1.0, rng=42)
     with pytest.raises(InvalidParameterError, match="accountant"):
         laplace_mechanism(1.0, sensitivity=1.0, epsilon=1.0, accountant=object())
+
+
+def test_discrete_laplace_refuses_an_unrepresentable_scale_before_charging():
+    """A scale below the exact sampler's range (epsilon far above the sensitivity) is
+    refused by name before the accountant is charged (issue 26 review)."""
+    from privot.privacy import PrivacyAccountant
+    from privot.privacy.mechanisms import discrete_laplace_mechanism
+
+    acct = PrivacyAccountant(total_epsilon=1e6)
+    with pytest.raises(InvalidParameterError) as info:
+        discrete_laplace_mechanism(np.array([1, 2]), sensitivity=2, epsilon=1e5,
+                                   accountant=acct, rng=np.random.default_rng(0))
+    assert info.value.name == "epsilon" and "nothing was charged" in str(info.value)
+    assert len(acct.ledger) == 0
+    ok = discrete_laplace_mechanism(np.array([1, 2]), sensitivity=2, epsilon=1000.0,
+                                    accountant=acct, rng=np.random.default_rng(0))
+    assert ok.cost.epsilon == 1000.0

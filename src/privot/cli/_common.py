@@ -375,6 +375,7 @@ RELEASE_RELATIONS: dict[str, dict[str, str]] = {
     "barycenter": {"unit": "row", "relation": "replace-one-in-group"},
     "sample": {"unit": "user", "relation": "local"},
     "learn": {"unit": "row", "relation": "replace-one-in-group"},
+    "repair": {"unit": "row", "relation": "replace-one-in-group"},
 }
 
 

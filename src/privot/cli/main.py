@@ -38,6 +38,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "privot.cli.barycenter",
     "privot.cli.sample",
     "privot.cli.learn",
+    "privot.cli.repair",
     "privot.cli.budget",
 )
 

@@ -36,7 +36,13 @@ outside the package with :func:`require_torch`):
 * :mod:`~privot.learning.result` -- :class:`LearningResult`, the model with its guarantee
   and the curator's view, in the result protocol every capability shares;
 * :mod:`~privot.learning.plot` -- figures;
-* :mod:`~privot.learning.torch_backend` -- the one import of torch.
+* :mod:`~privot.learning.torch_backend` -- the one import of torch;
+* :mod:`~privot.learning.repair`, :mod:`~privot.learning.repair_result` -- the second
+  route to fairness: the private repair of a model's scores to the Wasserstein
+  barycenter of the groups' score distributions (numpy only, no torch).
+
+The names below are imported when first used (PEP 562), so that the torch-free parts
+(``privot repair``, :func:`private_repair`) do not import torch.
 
 The fairness metrics (fairlearn's definitions) with bootstrap intervals are
 :mod:`privot.evaluation.learning` (curator-only); :mod:`privot.learning.metrics` and
@@ -49,37 +55,45 @@ Def. 2.1); group sizes are public (Remark 6.2). See :mod:`privot.learning.privat
 ``docs/privacy/learning.md``.
 """
 
-from privot.evaluation.learning import FairnessReport, fairness_report
-from privot.learning.groups import Group, Groups, Pair, fairness_groups, matching_groups
-from privot.learning.params import LearningParams
-from privot.learning.private import (
-    PrivateWassersteinTrainer,
-    StepRecord,
-    make_private,
-    private_learning,
-)
-from privot.learning.result import LearningResult
-from privot.learning.sensitivity import objective_sensitivity
-from privot.learning.torch_backend import require_torch
-from privot.learning.wasserstein import random_directions, sliced_w2_squared, w2_squared_1d
+import importlib
+from typing import Any
 
-__all__ = [
-    "FairnessReport",
-    "Group",
-    "Groups",
-    "LearningParams",
-    "LearningResult",
-    "Pair",
-    "PrivateWassersteinTrainer",
-    "StepRecord",
-    "fairness_groups",
-    "fairness_report",
-    "make_private",
-    "private_learning",
-    "matching_groups",
-    "objective_sensitivity",
-    "random_directions",
-    "require_torch",
-    "sliced_w2_squared",
-    "w2_squared_1d",
-]
+#: Exported name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "FairnessReport": "privot.evaluation.learning",
+    "fairness_report": "privot.evaluation.learning",
+    "Group": "privot.learning.groups",
+    "Groups": "privot.learning.groups",
+    "Pair": "privot.learning.groups",
+    "fairness_groups": "privot.learning.groups",
+    "matching_groups": "privot.learning.groups",
+    "LearningParams": "privot.learning.params",
+    "PrivateWassersteinTrainer": "privot.learning.private",
+    "StepRecord": "privot.learning.private",
+    "make_private": "privot.learning.private",
+    "private_learning": "privot.learning.private",
+    "LearningResult": "privot.learning.result",
+    "objective_sensitivity": "privot.learning.sensitivity",
+    "require_torch": "privot.learning.torch_backend",
+    "random_directions": "privot.learning.wasserstein",
+    "sliced_w2_squared": "privot.learning.wasserstein",
+    "w2_squared_1d": "privot.learning.wasserstein",
+    "RepairParams": "privot.learning.repair",
+    "private_repair": "privot.learning.repair",
+    "RepairResult": "privot.learning.repair_result",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'privot.learning' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

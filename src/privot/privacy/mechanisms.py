@@ -65,6 +65,7 @@ from privot._validation import (
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.privacy import noise
 from privot.privacy.accounting import gdp_mu_for
+from privot.privacy.noise._scales import _dyadic
 from privot.privacy.types import Neighbouring, PrivacyCost, Release, Spender, check_spender
 
 __all__ = [
@@ -408,6 +409,13 @@ def discrete_laplace_mechanism(counts: int | np.ndarray, *, sensitivity: int, ep
         raise InvalidDataError(f"counts must be integers, got dtype {arr.dtype}; use "
                                "laplace_mechanism for real values")
     scale = _round_up(sens / eps)
+    try:  # the sampler reads the scale as an exact dyadic ratio: check it before charging
+        _dyadic(scale, "scale")
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(
+            "epsilon", eps, f"small enough that the noise scale sensitivity/epsilon = "
+            f"{scale!r} is at least about 2**-9 (epsilon <= about {sens * 512:g} at "
+            f"sensitivity {sens}); nothing was charged") from exc
     params = {"scale": scale, "sensitivity": sens}
     cost = PrivacyCost(eps)
     _charge(accountant, cost, "discrete-laplace", rel, params)
