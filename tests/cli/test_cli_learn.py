@@ -263,3 +263,103 @@ def test_choices_are_the_librarys():
     assert learn._MODELS == importlib.import_module("privot.learning.result").MODELS
     assert learn.PUBLISHABLE == importlib.import_module(
         "privot.learning.result").PUBLISHABLE_FILES
+
+
+# -- issue 26: the target's and the groups' values checked before the charge -----------
+
+def _ledger(tmp_path, capsys):
+    path = tmp_path / "d.ledger"
+    rc, _, err = _run(capsys, ["budget", "init", path, "--epsilon", "5", "--delta", "1e-4",
+                               "--unit", "row", "--relation", "replace-one-in-group"])
+    assert rc == 0, err
+    return path
+
+
+def _spent(path):
+    from privot.privacy.ledger import Ledger
+
+    status = Ledger.open(path).status()
+    return status.spent_epsilon, len(Ledger.open(path).releases())
+
+
+@pytest.mark.parametrize("change,expect", [
+    (("--positive", "Yes"), ["--positive", "'yes'", "'no'", "did you mean 'Yes' -> 'yes'"]),
+    (("--positive", "maybe"), ["--positive", "never occurs", "'yes'", "'no'"]),
+    (("--sensitive-values", "white,Black"),
+     ["--sensitive-values", "'White'", "did you mean 'white' -> 'White'"]),
+    (("--sensitive-values", "White,Purple"), ["--sensitive-values", "'Black'"]),
+])
+def test_absent_value_refused_before_the_charge(csv, tmp_path, capsys, change, expect):
+    ledger = _ledger(tmp_path, capsys)
+    before = _spent(ledger)
+    argv = _replace(["learn", csv / "d.csv", *COMMON, "--ledger", ledger,
+                     "-o", tmp_path / "out"], *change)
+    rc, _, err = _run(capsys, argv)
+    assert rc == 2, err
+    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("privot: --seed")]
+    assert len(lines) == 1, err
+    for word in expect:
+        assert word in lines[0], (word, lines[0])
+    assert _spent(ledger) == before  # nothing charged
+    assert not (tmp_path / "out").exists()
+
+
+def test_one_class_target_refused(csv, tmp_path, capsys):
+    frame = pd.read_csv(csv / "d.csv")
+    frame["label"] = "yes"
+    path = tmp_path / "all-yes.csv"
+    frame.to_csv(path, index=False)
+    rc, _, err = _run(capsys, ["learn", path, *COMMON, "-o", tmp_path / "out"])
+    assert rc == 2 and "--positive" in err and "every row" in err, err
+
+
+# -- issue 26: a degenerate (constant) model is flagged, never shown as fair --------------
+
+def test_constant_model_flagged(tmp_path, capsys):
+    """A run that cannot move (lr tiny) from an initialisation predicting one class for
+    everyone: stderr warns, --show-metrics says a parity gap 0 is not fairness, and the
+    curator report holds the flag."""
+    path = tmp_path / "d.csv"
+    frame = _frame(200)
+    for c in FEATURES:  # every feature at its lower bound: the scores are sigmoid(b)
+        frame[c] = -1.0
+    frame["kind"] = "zzz"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "out"
+    rc, _, err = _run(capsys, ["learn", path, *COMMON, "--lr", "1e-9", "--show-metrics",
+                               "-o", out])
+    assert rc == 0, err
+    assert "WARNING" in err and "degenerate" in err, err
+    assert "constant model: parity gap 0 is not fairness" in err
+    report = json.loads((out / "curator-report.json").read_text())
+    flag = report["degenerate_model"]
+    assert flag["degenerate"] is True and flag["majority_share"] >= 0.99
+    metrics = json.loads((out / "curator-metrics.json").read_text())
+    assert metrics["degenerate"]["after"]["test"]["degenerate"] is True
+    # the publishable files say nothing of it
+    assert "degenerate" not in (out / "release.json").read_text()
+
+
+def test_learning_model_not_flagged(runs):
+    _, _, err, folder, _ = runs["a"]
+    report = json.loads((folder / "curator-report.json").read_text())
+    assert "degenerate" in report["degenerate_model"]
+    if not report["degenerate_model"]["degenerate"]:
+        assert "WARNING" not in err
+
+
+def test_defaults_are_the_librarys_rule(runs):
+    """Every hyperparameter not given comes from privot.learning.defaults, recorded."""
+    from privot.learning.defaults import DEFAULT_RULE, default_hyperparameters
+
+    _, _, _, folder, _ = runs["a"]
+    h = json.loads((folder / "release.json").read_text())["hyperparameters"]
+    rule = default_hyperparameters(len(FEATURES) + 1)  # f0..f3 and kind
+    assert h["clip"] == pytest.approx(rule.clip) and h["M"] == rule.M
+    assert h["L"] == pytest.approx(rule.L)
+    assert (h["optimizer"], h["lr"], h["momentum"], h["schedule"]) == (
+        rule.optimizer, rule.lr, rule.momentum, rule.schedule)
+    assert h["batch_fraction"] == 0.25 and h["steps"] == 20  # given: --epochs 5
+    assert h["defaults"]["rule"] == DEFAULT_RULE
+    assert h["defaults"]["taken_from_rule"] == ["--L", "--M", "--clip", "--lr",
+                                                "--momentum", "--optimizer", "--schedule"]

@@ -36,8 +36,17 @@ column must hold exactly the two ``--sensitive-values``.
 
 Steps: ``--steps`` (:func:`~privot.learning.make_private`'s name), or
 ``round(--epochs / --batch-fraction)`` so that each record is drawn about ``--epochs``
-times on average (default: 20 epochs). ``--penalty`` is ``make_private``'s name of the
-fairness criterion (the old ``--criterion`` is still accepted, not together with it).
+times on average. Every hyperparameter not given (steps, batch fraction, optimizer,
+learning rate and its schedule, momentum, ``C``, ``M``, ``L``) comes from one documented
+rule of public quantities, :func:`privot.learning.defaults.default_hyperparameters`
+(``docs/learning_defaults.md``): 300 steps, batch fraction 0.2, SGD with momentum 0.9 and
+learning rate 2 decaying linearly to 0, ``C = G/4``, ``M = 1/4``, ``L = G/8`` with
+``G = sqrt(k + 1)`` for ``k`` feature columns; ``release.json`` records the rule and which
+values came from it. The penalty compares the centred scores ``probability - 1/2``.
+A trained model predicting one class for at least 99% of the evaluated rows is flagged
+on stderr and in ``curator-report.json`` (:mod:`privot.learning.diagnostics`).
+``--penalty`` is ``make_private``'s name of the fairness criterion (the old
+``--criterion`` is still accepted, not together with it).
 ``--progress``/``--quiet`` mean what they mean on every data command
 (:func:`privot.cli._common.add_progress_arguments`). Default ``--delta``: ``1/n^2``,
 ``n`` the number of training rows (the sum of the public group sizes).
@@ -93,6 +102,7 @@ _CRITERIA = ("sp", "eo")
 _MODELS = ("logistic", "mlp")
 _JACOBIAN_CLIPPINGS = ("spectral", "per-coordinate")
 _OPTIMIZERS = ("sgd", "adam")
+_SCHEDULES = ("constant", "linear")
 
 PUBLISHABLE = ("model.pt", "release.json", "privacy.png")
 MISSING_NUMERIC = 0.5
@@ -100,8 +110,6 @@ MISSING_NUMERIC = 0.5
 CURVE_POINTS = 20
 #: Bootstrap resamples of the curator metrics.
 BOOTSTRAP = 200
-#: The default length in passes over the data (neither --steps nor --epochs given).
-DEFAULT_EPOCHS = 20.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -150,35 +158,41 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "sum of the public group sizes)")
     length = p.add_mutually_exclusive_group()
     length.add_argument("--steps", type=int, default=None, metavar="N",
-                        help="DP-SGD steps (make_private's steps) (default: "
-                             f"round({DEFAULT_EPOCHS:g} / batch-fraction), about "
-                             f"{DEFAULT_EPOCHS:g} passes over the data)")
+                        help="DP-SGD steps (make_private's steps) (default: 300, "
+                             "docs/learning_defaults.md)")
     length.add_argument("--epochs", type=positive_float, default=None,
                         help="or the length in passes over the data: steps = "
                              "round(EPOCHS / batch-fraction), so each record is drawn "
-                             f"about EPOCHS times (default: {DEFAULT_EPOCHS:g})")
-    p.add_argument("--batch-fraction", type=positive_float, default=0.2, metavar="Q",
-                   help="batch size over group size, per group, in (0, 1] (default: "
-                        "%(default)s, the paper's 1/5)")
+                             "about EPOCHS times")
+    p.add_argument("--batch-fraction", type=positive_float, default=None, metavar="Q",
+                   help="batch size over group size, the same in every group, in (0, 1] "
+                        "(default: 0.2, the paper's 1/5)")
     p.add_argument("--model", choices=_MODELS, default="logistic",
                    help="logistic (Linear + Sigmoid, the paper's) or mlp (default: "
                         "%(default)s)")
     p.add_argument("--hidden", default="64,64", metavar="W1,W2,...",
                    help="hidden widths of the MLP (default: %(default)s)")
-    p.add_argument("--clip", type=positive_float, default=5.0,
-                   help="C: per-example clipping of the loss gradients (default: "
-                        "%(default)s)")
-    p.add_argument("--M", type=positive_float, default=1.0, dest="M",
-                   help="M: clipping of the scores in the penalty (default: %(default)s)")
-    p.add_argument("--L", type=positive_float, default=1.0, dest="L",
-                   help="L: clipping of the per-example Jacobians (default: %(default)s)")
+    p.add_argument("--clip", type=positive_float, default=None,
+                   help="C: per-example clipping of the loss gradients (default: G/4, "
+                        "G = sqrt(number of feature columns + 1), the bound on an "
+                        "encoded row's norm)")
+    p.add_argument("--M", type=positive_float, default=None, dest="M",
+                   help="M: clipping of the centred scores (score - 1/2) in the penalty "
+                        "(default: 0.25)")
+    p.add_argument("--L", type=positive_float, default=None, dest="L",
+                   help="L: clipping of the per-example Jacobians (default: G/8)")
     p.add_argument("--jacobian-clipping", choices=_JACOBIAN_CLIPPINGS, default="spectral",
                    help="exact spectral clipping, or the paper's per-coordinate clipping "
                         "(Remark A.2) (default: %(default)s)")
-    p.add_argument("--lr", type=positive_float, default=0.05,
-                   help="learning rate (default: %(default)s, the paper's)")
-    p.add_argument("--optimizer", choices=_OPTIMIZERS, default="sgd",
-                   help="torch optimizer fed the noisy gradients (default: %(default)s)")
+    p.add_argument("--lr", type=positive_float, default=None,
+                   help="learning rate (default: 2 for sgd, 0.05 for adam)")
+    p.add_argument("--optimizer", choices=_OPTIMIZERS, default=None,
+                   help="torch optimizer fed the noisy gradients (default: sgd)")
+    p.add_argument("--momentum", type=float, default=None,
+                   help="SGD's momentum, in [0, 1) (default: 0.9)")
+    p.add_argument("--schedule", choices=_SCHEDULES, default=None,
+                   help="learning rate: constant, or decaying linearly to 0 over the "
+                        "steps (default: linear)")
     p.add_argument("--test-fraction", type=positive_float, default=0.2,
                    help="rows held out for the curator's metrics, in [0, 1); never seen "
                         "by the training (default: %(default)s)")
@@ -389,6 +403,10 @@ class _Options:
     bounds: dict[str, tuple[float, float]]
     categories: dict[str, list[str]]
     features: list[str]
+    optimizer: str
+    momentum: float
+    schedule: str
+    defaulted: list[str]
 
 
 def _check_options(args: argparse.Namespace) -> _Options:
@@ -406,18 +424,18 @@ def _check_options(args: argparse.Namespace) -> _Options:
     delta = (None if args.delta is None
              else check_delta(args.delta, "--delta", allow_zero=False))
     alpha = check_probability(args.alpha, "--alpha")
-    clip = check_positive(args.clip, "--clip")
-    M = check_positive(args.M, "--M")
-    L = check_positive(args.L, "--L")
-    lr = check_positive(args.lr, "--lr")
-    q = check_probability(args.batch_fraction, "--batch-fraction", open_left=True)
-    if args.steps is not None:  # make_private's steps, given as such
-        steps = check_int(args.steps, "--steps", minimum=1)
-        epochs = steps * q  # the passes over the data they make, as recorded
-    else:
-        epochs = check_positive(DEFAULT_EPOCHS if args.epochs is None else args.epochs,
-                                "--epochs")
-        steps = max(1, round(epochs / q))
+    given = {name: (None if getattr(args, attr) is None
+                    else check_positive(getattr(args, attr), name))
+             for name, attr in (("--clip", "clip"), ("--M", "M"), ("--L", "L"),
+                                ("--lr", "lr"))}
+    if args.batch_fraction is not None:
+        check_probability(args.batch_fraction, "--batch-fraction", open_left=True)
+    if args.steps is not None:
+        check_int(args.steps, "--steps", minimum=1)
+    if args.epochs is not None:
+        check_positive(args.epochs, "--epochs")
+    if args.momentum is not None and not 0 <= args.momentum < 1:
+        raise InvalidParameterError("--momentum", args.momentum, "a number in [0, 1)")
     if not (0 <= args.test_fraction < 1) or math.isnan(args.test_fraction):
         raise InvalidParameterError("--test-fraction", args.test_fraction,
                                     "a number in [0, 1)")
@@ -432,8 +450,45 @@ def _check_options(args: argparse.Namespace) -> _Options:
     bounds = _parse_bounds(args.bounds)
     categories = _parse_categories(args.categories)
     features = _features(args, bounds, categories)
-    return _Options(epsilon, delta, alpha, clip, M, L, lr, q, steps, epochs, hidden, values,
-                    bounds, categories, features)
+    return _with_defaults(args, given, epsilon=epsilon, delta=delta, alpha=alpha,
+                          hidden=hidden, values=values, bounds=bounds,
+                          categories=categories, features=features)
+
+
+def _with_defaults(args: argparse.Namespace, given: dict, **checked: Any) -> _Options:
+    """The options, each hyperparameter not given taken from the defaults' rule
+    (:func:`privot.learning.defaults.default_hyperparameters`: public quantities only,
+    here the number of feature columns)."""
+    from privot.learning.defaults import ADAM_LR, default_hyperparameters
+
+    rule = default_hyperparameters(len(checked["features"]), epsilon=checked["epsilon"],
+                                   delta=checked["delta"])
+    chosen = {"--clip": rule.clip, "--M": rule.M, "--L": rule.L,
+              "--optimizer": rule.optimizer, "--momentum": rule.momentum,
+              "--schedule": rule.schedule, "--batch-fraction": rule.batch_fraction}
+    flags = {"--clip": given["--clip"], "--M": given["--M"], "--L": given["--L"],
+             "--optimizer": args.optimizer, "--momentum": args.momentum,
+             "--schedule": args.schedule, "--batch-fraction": args.batch_fraction}
+    values = {k: chosen[k] if v is None else v for k, v in flags.items()}
+    defaulted = sorted(k for k, v in flags.items() if v is None)
+    lr = given["--lr"]
+    if lr is None:
+        lr = rule.lr if values["--optimizer"] == rule.optimizer else ADAM_LR
+        defaulted.append("--lr")
+    q = float(values["--batch-fraction"])
+    if args.steps is not None:  # make_private's steps, given as such
+        steps = int(args.steps)
+    elif args.epochs is not None:
+        steps = max(1, round(float(args.epochs) / q))
+    else:
+        steps = rule.steps
+        defaulted.append("--steps")
+    return _Options(checked["epsilon"], checked["delta"], checked["alpha"],
+                    float(values["--clip"]), float(values["--M"]), float(values["--L"]),
+                    float(lr), q, steps, steps * q, checked["hidden"], checked["values"],
+                    checked["bounds"], checked["categories"], checked["features"],
+                    values["--optimizer"], float(values["--momentum"]),
+                    values["--schedule"], sorted(defaulted))
 
 
 @dataclass
@@ -466,6 +521,7 @@ def _read_table(args: argparse.Namespace, opts: _Options) -> _Table:
     x, names, column_stats = _encode(cols, opts.features, opts.bounds, opts.categories, n)
     target_text = [_as_text(v) for v in cols[args.target].tolist()]
     y = np.asarray([t == args.positive for t in target_text], dtype=np.int64)
+    _check_positive(args, target_text, y)
     sens_text = np.asarray([_as_text(v) for v in cols[args.sensitive].tolist()],
                            dtype=object)
     known = (sens_text == values[0]) | (sens_text == values[1])
@@ -473,14 +529,51 @@ def _read_table(args: argparse.Namespace, opts: _Options) -> _Table:
         raise InvalidParameterError(
             "--sensitive-values", args.sensitive_values,
             f"the classes of column {args.sensitive!r}, which holds other (or "
-            "missing) values too; filter those rows first")
+            f"missing) values too (found {_found(sens_text)}"
+            f"{_case_hint(values, sens_text)}); filter those rows first")
     missing = [v for v in values if not (sens_text == v).any()]
     if missing:
         raise InvalidParameterError("--sensitive-values", args.sensitive_values,
                                     f"two classes present in column "
-                                    f"{args.sensitive!r}; {missing} never occurs")
+                                    f"{args.sensitive!r}; {missing} never occurs "
+                                    f"(found {_found(sens_text)}"
+                                    f"{_case_hint(missing, sens_text)})")
     a = (sens_text == values[1]).astype(np.int64)
     return _Table(n, x, names, column_stats, y, a, sens_text)
+
+
+#: How many distinct values a refusal lists (the curator's own data, before any charge).
+_LISTED_VALUES = 12
+
+
+def _found(text) -> str:
+    """The distinct values of a column, for a refusal (the curator reads it)."""
+    seen = sorted({"<missing>" if t is None else str(t) for t in text})
+    more = len(seen) - _LISTED_VALUES
+    return ", ".join(repr(v) for v in seen[:_LISTED_VALUES]) + (
+        f" and {more} more" if more > 0 else "")
+
+
+def _case_hint(wanted, text) -> str:
+    """'; did you mean ...' when a wanted value matches a found one but for case."""
+    seen = {str(t) for t in text if t is not None}
+    hints = [f"{v!r} -> {t!r}" for v in wanted for t in sorted(seen)
+             if t != v and t.casefold() == str(v).casefold()]
+    return f"; values are case-sensitive: did you mean {', '.join(hints)}?" if hints else ""
+
+
+def _check_positive(args: argparse.Namespace, target_text: list, y: np.ndarray) -> None:
+    """Refuse a --positive value that never occurs, or occurs in every row (a target
+    of one class: nothing to learn), before anything is charged."""
+    if y.any() and not y.all():
+        return
+    why = ("never occurs" if not y.any() else "is the value of every row (one class: "
+           "nothing to learn)")
+    raise InvalidParameterError(
+        "--positive", args.positive,
+        f"a value of column {args.target!r} that some rows hold and others not; "
+        f"{args.positive!r} {why} (found {_found(target_text)}"
+        f"{_case_hint([args.positive], target_text)})")
 
 
 def _split(args: argparse.Namespace, table: _Table, values: list[str], rng
@@ -516,11 +609,14 @@ def _model_and_optimizer(args: argparse.Namespace, opts: _Options, d: int, rng):
     init_seed = None if rng is None else int(rng.integers(2**62))
     model = build_classifier(d, model=args.model, hidden=opts.hidden or (64, 64),
                              seed=init_seed)
-    if args.optimizer == "sgd":
-        optimizer = torch.optim.SGD(model.parameters(), lr=opts.lr)
+    if opts.optimizer == "sgd":
+        optimizer = torch.optim.SGD(model.parameters(), lr=opts.lr, momentum=opts.momentum)
     else:
         optimizer = torch.optim.Adam(model.parameters(), lr=opts.lr)
-    return model, optimizer
+    steps = opts.steps
+    rule = ((lambda t: max(0.0, 1.0 - t / steps)) if opts.schedule == "linear"
+            else (lambda t: 1.0))  # a public schedule: post-processing
+    return model, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, rule)
 
 
 def _scores(model, x: np.ndarray, splits: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -545,7 +641,22 @@ def _curator_metrics(table: _Table, splits: dict, scores: dict, values: list[str
         metrics[when] = {k: _curator_report(table.y[r], scores[when][k], table.a[r],
                                             metric_rng)
                          for k, r in splits.items()}
+    # the degenerate-model check (privot.learning.diagnostics): a constant model's
+    # parity gap is 0 because it decides nothing, never a fairness success
+    metrics["degenerate"] = {when: {k: _degenerate(scores[when][k], table, r, values)
+                                    for k, r in splits.items()}
+                             for when in ("before", "after")}
     return metrics
+
+
+def _degenerate(scores: np.ndarray, table: _Table, rows: np.ndarray,
+                values: list[str]) -> dict[str, Any]:
+    import numpy as np
+
+    from privot.learning.diagnostics import degenerate_predictions
+
+    names = np.asarray(values, dtype=object)[table.a[rows]]
+    return degenerate_predictions(scores, names, threshold=0.5)
 
 
 def _settings(args: argparse.Namespace, opts: _Options, names: list[str]) -> dict:
@@ -559,8 +670,12 @@ def _settings(args: argparse.Namespace, opts: _Options, names: list[str]) -> dic
                       "groups": {f"A={v}": v for v in values}},
         "hyperparameters": {
             "criterion": args.criterion, "alpha": opts.alpha, "epochs": opts.epochs,
-            "batch_fraction": opts.q, "steps": opts.steps, "optimizer": args.optimizer,
-            "lr": opts.lr, "clip": opts.clip, "M": opts.M, "L": opts.L,
+            "batch_fraction": opts.q, "steps": opts.steps, "optimizer": opts.optimizer,
+            "lr": opts.lr, "momentum": opts.momentum if opts.optimizer == "sgd" else None,
+            "schedule": opts.schedule, "clip": opts.clip, "M": opts.M, "L": opts.L,
+            "penalised_score": "model output - 1/2 (W2 is translation invariant; M bounds "
+                               "the centred score)",
+            "defaults": {"rule": _defaults_rule(), "taken_from_rule": opts.defaulted},
             "jacobian_clipping": args.jacobian_clipping,
             "test_fraction": args.test_fraction, "loss": "bce",
             "delta_rule": ("given (--delta)" if args.delta is not None else
@@ -574,8 +689,14 @@ def _settings(args: argparse.Namespace, opts: _Options, names: list[str]) -> dic
     }
 
 
+def _defaults_rule() -> str:
+    from privot.learning.defaults import DEFAULT_RULE
+
+    return DEFAULT_RULE
+
+
 def _curator_extras(table: _Table, splits: dict, values: list[str], seconds: dict,
-                    data_warnings) -> dict:
+                    data_warnings, metrics: dict, split: str) -> dict:
     """curator-report.json: row counts, clipped values, timings, data warnings."""
     a = table.a
     return {"rows_read": table.n, "rows_train": int(splits["train"].size),
@@ -584,7 +705,8 @@ def _curator_extras(table: _Table, splits: dict, values: list[str], seconds: dic
             "rows_per_sensitive_value": {values[0]: int((a == 0).sum()),
                                          values[1]: int((a == 1).sum())},
             "columns": table.column_stats, "seconds": seconds,
-            "data_warnings": list(data_warnings)}
+            "data_warnings": list(data_warnings),
+            "degenerate_model": metrics["degenerate"]["after"][split]}
 
 
 def _summary(args: argparse.Namespace, opts: _Options, result) -> str:
@@ -608,10 +730,23 @@ def _print_metrics(metrics: dict, split: str) -> None:
         v1 = v1["estimate"] if v1 else None
         return f"{v0:.3f} -> {v1:.3f}" if v0 is not None and v1 is not None else "n/a"
 
+    flag = metrics.get("degenerate", {}).get("after", {}).get(split, {})
+    note = f" ({flag['note']})" if flag.get("degenerate") else ""
     print(f"privot learn: curator only (not private), {split} split, init -> trained: "
           f"accuracy {pair('accuracy')}, DP difference "
           f"{pair('demographic_parity_difference')}, EO difference "
-          f"{pair('equalized_odds_difference')}", file=sys.stderr)
+          f"{pair('equalized_odds_difference')}{note}", file=sys.stderr)
+
+
+def _degenerate_warning(metrics: dict, split: str) -> str | None:
+    """The curator's warning line when the trained model is degenerate (else None)."""
+    flag = metrics["degenerate"]["after"][split]
+    if not flag["degenerate"]:
+        return None
+    return (f"privot learn: WARNING (curator only, not private): the trained model is "
+            f"degenerate: it predicts class {flag['majority_class']} for "
+            f"{flag['majority_share']:.1%} of the {split} rows ({flag['note']}); "
+            "see docs/learning_defaults.md")
 
 
 def _open_ledger(args: argparse.Namespace, opts: _Options):
@@ -646,6 +781,7 @@ def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from privot.learning import fairness_groups, make_private
+    from privot.learning.defaults import centred_score
     from privot.learning.result import describe_classifier
 
     seconds: dict[str, float] = {}
@@ -661,7 +797,8 @@ def _run(args: argparse.Namespace) -> int:
                                  sensitive_values=tuple(opts.values))
         n_train = sum(groups.sizes.values())  # public: the sum of the group sizes
         delta = opts.delta if opts.delta is not None else 1.0 / n_train ** 2
-        model, optimizer = _model_and_optimizer(args, opts, table.x.shape[1], rng)
+        model, optimizer, schedule = _model_and_optimizer(args, opts, table.x.shape[1],
+                                                          rng)
         scores = {"before": _scores(model, table.x, splits)}
         # with a ledger: the whole run charged once, with its event, before any noise
         with ledger_spender(ledger, args, capability="learn",
@@ -673,10 +810,12 @@ def _run(args: argparse.Namespace) -> int:
                                    batch_fraction=opts.q, clip=opts.clip, M=opts.M,
                                    L=opts.L, loss="bce",
                                    jacobian_clipping=args.jacobian_clipping, rng=rng,
+                                   score_fn=centred_score,
                                    sensitive_values=tuple(opts.values), accountant=acct)
             seconds["calibration"] = time.perf_counter() - start
             start = time.perf_counter()
-            trainer.train(progress=progress_from_args(args))
+            trainer.train(progress=progress_from_args(args),
+                          callback=lambda rec: schedule.step())
             seconds["training"] = time.perf_counter() - start
         model.eval()
         scores["after"] = _scores(model, table.x, splits)
@@ -694,7 +833,8 @@ def _run(args: argparse.Namespace) -> int:
         architecture=describe_classifier(table.x.shape[1], model=args.model,
                                          hidden=opts.hidden),
         settings=_settings(args, opts, table.names), metrics=metrics, scores=score_data,
-        curator=_curator_extras(table, splits, opts.values, seconds, data_warnings),
+        curator=_curator_extras(table, splits, opts.values, seconds, data_warnings,
+                                metrics, split),
         curve_points=CURVE_POINTS)
     out.open()
     out.record(result.save(out.path))
@@ -703,6 +843,9 @@ def _run(args: argparse.Namespace) -> int:
     say(out.listing())
     if ledger is not None:
         say(ledger_summary(ledger))
+    warning = _degenerate_warning(metrics, split)
+    if warning is not None:  # a curator line: --quiet silences it (the report keeps it)
+        say(warning, file=sys.stderr)
     if args.show_metrics and not args.quiet:
         _print_metrics(metrics, split)
     return 0

@@ -113,6 +113,7 @@ def _evaluate(model, x: np.ndarray, y: np.ndarray, a: np.ndarray) -> tuple[np.nd
         equalized_odds_difference,
     )
     from privot.learning import require_torch
+    from privot.learning.diagnostics import degenerate_predictions
 
     torch = require_torch()
 
@@ -120,6 +121,7 @@ def _evaluate(model, x: np.ndarray, y: np.ndarray, a: np.ndarray) -> tuple[np.nd
         s = model(torch.as_tensor(x)).reshape(-1).double().numpy()
     pred = (s > 0.5).astype(np.int64)
     return s, {"accuracy": float(accuracy(y, pred)),
+               "degenerate": degenerate_predictions(s, a)["degenerate"],
                "dp_difference": float(demographic_parity_difference(
                    y, pred, sensitive_features=a)),
                "eo_difference": float(equalized_odds_difference(
@@ -266,7 +268,9 @@ def _markdown(numbers: dict, sizes: str) -> str:
     for key, m in numbers["models"].items():
         eps = (f"{m['epsilon_pld']:.3f} | {m['epsilon_paper_gdp_clt']:.3f} | "
                f"{m['sigma']:.2f}" if "sigma" in m else "inf | inf | 0")
-        rows.append(f"| {key} | {m['accuracy']:.3f} | {m['dp_difference']:.3f} | "
+        # a constant model's parity gap is 0 because it decides nothing (issue 26)
+        flag = " (constant model: parity gap 0 is not fairness)" if m.get("degenerate") else ""
+        rows.append(f"| {key} | {m['accuracy']:.3f} | {m['dp_difference']:.3f}{flag} | "
                     f"{m['eo_difference']:.3f} | {eps} |")
     n, steps, delta = numbers["n_train"], numbers["steps"], numbers["delta"]
     return (f"A logistic classifier predicts whether a General Social Survey respondent's "

@@ -36,6 +36,10 @@ outside the package with :func:`require_torch`):
 * :mod:`~privot.learning.result` -- :class:`LearningResult`, the model with its guarantee
   and the curator's view, in the result protocol every capability shares;
 * :mod:`~privot.learning.plot` -- figures;
+* :mod:`~privot.learning.defaults` -- ``privot learn``'s defaults, one documented rule of
+  public quantities (``docs/learning_defaults.md``);
+* :mod:`~privot.learning.diagnostics` -- the curator's check that a trained classifier
+  is not constant;
 * :mod:`~privot.learning.torch_backend` -- the one import of torch;
 * :mod:`~privot.learning.repair`, :mod:`~privot.learning.repair_result` -- the second
   route to fairness: the private repair of a model's scores to the Wasserstein
@@ -78,6 +82,9 @@ _EXPORTS: dict[str, str] = {
     "random_directions": "privot.learning.wasserstein",
     "sliced_w2_squared": "privot.learning.wasserstein",
     "w2_squared_1d": "privot.learning.wasserstein",
+    "LearningDefaults": "privot.learning.defaults",
+    "default_hyperparameters": "privot.learning.defaults",
+    "degenerate_predictions": "privot.learning.diagnostics",
     "RepairParams": "privot.learning.repair",
     "private_repair": "privot.learning.repair",
     "RepairResult": "privot.learning.repair_result",

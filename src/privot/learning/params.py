@@ -17,6 +17,13 @@ randomness, the score map ``score_fn`` and the stated classes of tuple groups.
     trainer = make_private(model, optimizer, groups, penalty="sp", alpha=0.7,
                            target_epsilon=1.0, target_delta=1e-5, steps=300)
 
+The field defaults below are the library's historical ones (kept: seeded runs reproduce
+byte for byte). For a logistic model on features encoded into [0, 1], as ``privot learn``
+encodes them, :func:`privot.learning.defaults.default_hyperparameters` gives the
+documented defaults ``privot learn`` uses (``**defaults.options()`` here, plus its
+optimizer and schedule; ``docs/learning_defaults.md``): at epsilon 1 the historical
+ones often train a constant model.
+
 Privacy
 -------
 Every field is public: a choice made without reading the data. The noise multiplier is
