@@ -124,6 +124,26 @@ def test_neighbouring_tables_publish_the_same_number_of_reports(tmp_path, capsys
         assert report["n_users_default_input"] == moved
 
 
+def test_estimator_option_and_uncertainty_files(points_csv, tmp_path):
+    """``--estimator`` picks the linear variant's estimate (default: EM stopped by the
+    public rule); the uncertainty statement is written next to it."""
+    path, _ = points_csv
+    est = {}
+    for name in ("stopped", "mle"):
+        out = tmp_path / name
+        assert main(_args(path, out, "--mechanism", "wpm", "--variant", "linear",
+                          "--estimator", name)) == 0
+        release = json.loads((out / "release.json").read_text())
+        assert release["estimate"]["estimator"] == name
+        assert "estimate_uncertainty.json" in release["publishable_files"]
+        unc = json.loads((out / "estimate_uncertainty.json").read_text())
+        assert unc["w1_radius"] > 0 and unc["level"] == 0.9
+        est[name] = np.loadtxt(out / "estimate.csv", delimiter=",")
+        assert est[name].sum() == pytest.approx(1.0)
+    assert not np.allclose(est["stopped"], est["mle"])
+    assert main(_args(path, tmp_path / "bad", "--estimator", "em")) == 2
+
+
 def test_help_says_what_is_public(capsys):
     assert main(["sample", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())

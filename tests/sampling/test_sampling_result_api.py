@@ -159,3 +159,46 @@ def test_save_writes_what_the_cli_writes(points_csv, counts, tmp_path, capsys, n
     cur_lib.pop("seconds")
     assert cur_cli == cur_lib
     assert written["curator"] == sorted(CURATOR_FILES)
+
+
+def test_linear_estimate_defaults_to_the_stopped_em(counts, tmp_path):
+    """Issue 26, part 4: the linear variant's estimate is EM stopped by the public rule
+    (``"stopped"``); ``"mle"`` is the old converged EM. ``release.json`` names the
+    estimator and the rule (the same for neighbouring tables); the uncertainty statement
+    is in its own publishable files."""
+    from privot.sampling.estimators import (
+        estimate_linear,
+        estimate_linear_stopped,
+        stopping_iterations,
+    )
+
+    mech, sample = _release(counts, "wpm", "linear")
+    hist = sample.counts_per_output()
+    np.testing.assert_array_equal(
+        sample.estimate(), estimate_linear_stopped(hist, sample.channel, epsilon=2.0))
+    np.testing.assert_array_equal(sample.estimate("mle"),
+                                  estimate_linear(hist, sample.channel))
+    np.testing.assert_array_equal(estimate_population(sample, mech, estimator="mle"),
+                                  sample.estimate("mle"))
+    with pytest.raises(InvalidParameterError, match="estimator"):
+        sample.estimate("em")
+    iv = sample.estimate_intervals()
+    assert iv is sample.estimate_intervals()  # cached
+    np.testing.assert_array_equal(iv.estimate, sample.estimate())
+    assert iv.w1_radius > 0 and iv.n_iter == stopping_iterations(sample.n_reports, 2.0)
+    sample.save(tmp_path / "pub", curator=False, png=False)
+    rel = json.loads((tmp_path / "pub" / "release.json").read_text())
+    assert rel["estimate"]["estimator"] == "stopped"
+    assert rel["estimate"]["n_iter"] == iv.n_iter
+    assert "w1_radius" not in json.dumps(rel)  # depends on the samples: not here
+    unc = json.loads((tmp_path / "pub" / "estimate_uncertainty.json").read_text())
+    assert unc["w1_radius"] == pytest.approx(iv.w1_radius) and unc["level"] == 0.9
+    table = pd.read_csv(tmp_path / "pub" / "estimate_intervals.csv")
+    assert list(table.columns) == ["cell", "x", "y", "estimate", "lower", "upper"]
+    assert len(table) == 36 and (table["lower"] <= table["upper"]).all()
+    np.testing.assert_allclose(table["estimate"], sample.estimate(), atol=1e-11)
+    mle = sample.save(tmp_path / "mle", curator=False, png=False, estimator="mle")
+    assert "estimate.csv" in mle["publishable"]
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "mle" / "estimate.csv",
+                                          delimiter=",").ravel(),
+                               sample.estimate("mle"), atol=1e-11)

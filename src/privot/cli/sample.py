@@ -17,7 +17,15 @@ publishable (the public parameters and the released samples only)
     * ``samples.csv`` -- one row per released sample (``x, y, cell``: the centre of the
       drawn cell), sorted by cell, **without user ids**;
     * ``base_measure.csv`` -- the public base measure ``m`` over the cells (Delta x Delta);
-    * ``estimate.csv`` -- the server's estimate of the population distribution;
+    * ``estimate.csv`` -- the server's estimate of the population distribution (linear
+      variant: EM through the public channel stopped by a public rule of the number of
+      reports and epsilon, ``--estimator stopped``, the default; ``mle`` runs it to
+      convergence; ``docs/sampling_estimate.md``);
+    * ``estimate_intervals.csv`` -- (up to 1024 cells) per-cell 90% bootstrap
+      intervals of the estimate (``cell, x, y, estimate, lower, upper``; indicative),
+      computed from the released samples and public parameters only;
+    * ``estimate_uncertainty.json`` -- the estimate's uncertainty statement: W_1
+      (population, estimate) <= ``w1_radius`` (grid units) at nominal 90%;
     * ``sample.png`` -- the base measure, the samples and the estimate;
     * ``release.json`` -- mechanism, guarantee, parameters, worst-case W_p.
 
@@ -87,8 +95,10 @@ _MECHANISMS = ("wpm", "wpm-entropic", "kpm", "exp", "krr")
 _BASE_MEASURES = ("uniform", "best-uniform", "optimal")
 _VARIANTS = ("direct", "linear")
 
-PUBLISHABLE = ("samples.csv", "base_measure.csv", "estimate.csv", "sample.png",
+PUBLISHABLE = ("samples.csv", "base_measure.csv", "estimate.csv",
+               "estimate_intervals.csv", "estimate_uncertainty.json", "sample.png",
                "release.json")
+_ESTIMATORS = ("stopped", "mle")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -110,6 +120,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                "replaced row may take a new user id, adding a report) and add/remove "
                "ones (participation is public) refuse it. "
                "Publishable: samples.csv (no user ids), base_measure.csv, estimate.csv, "
+               "estimate_intervals.csv, estimate_uncertainty.json, "
                "sample.png, release.json. Curator-only, never publish: "
                "curator-samples.csv (samples with user ids), curator-report.json. Exit "
                "status: 0 on success, 2 on invalid input.")
@@ -146,6 +157,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="wpm-entropic regularisation (default: 0.01 x the largest cost)")
     p.add_argument("--n-iter", type=int, default=40,
                    help="wpm-entropic iterations, fixed (default: %(default)s)")
+    p.add_argument("--estimator", choices=_ESTIMATORS, default="stopped",
+                   help="linear variant's population estimate: stopped (EM through the "
+                        "public channel, stopped after ceil(3 sqrt(n) / eps^1.25) steps, "
+                        "a rule of public quantities) or mle (EM to convergence, which "
+                        "overfits few reports) (default: %(default)s)")
     add_engine_arguments(p, "where the per-user distributions are computed: duckdb "
                             "(embedded; 'local' is accepted as an alias) or spark")
     add_point_table_arguments(p)
@@ -214,7 +230,7 @@ def _run(args: argparse.Namespace) -> int:
     written = released.save(out.path, grid=grid, release_extra={"engine": args.engine},
                             curator={"n_users_without_points_inside": counts.n_users_empty,
                                      "seconds": seconds},
-                            data_warnings=data_warnings)
+                            data_warnings=data_warnings, estimator=args.estimator)
     out.record(written)
 
     say = say_from_args(args)

@@ -41,6 +41,12 @@ from privot.sampling.base_measure import (
 from privot.sampling.cost import cost_matrix
 from privot.sampling.device import DeviceSample, private_sample
 from privot.sampling.engine_step import UserCellCounts, user_cell_counts
+from privot.sampling.estimators import (
+    EstimateIntervals,
+    estimate_intervals,
+    estimate_linear_stopped,
+    stopping_iterations,
+)
 from privot.sampling.mechanism import (
     MECHANISMS,
     ExponentialMechanism,
@@ -69,6 +75,7 @@ __all__ = [
     "MECHANISMS",
     "BaseMeasureResult",
     "DeviceSample",
+    "EstimateIntervals",
     "ExponentialMechanism",
     "GenreKLProjection",
     "KLProjection",
@@ -81,7 +88,9 @@ __all__ = [
     "WorstCaseCost",
     "cost_matrix",
     "estimate_direct",
+    "estimate_intervals",
     "estimate_linear",
+    "estimate_linear_stopped",
     "estimate_population",
     "in_polytope",
     "kl_projection",
@@ -93,6 +102,7 @@ __all__ = [
     "private_sample",
     "sample_population",
     "sphere_base_measure",
+    "stopping_iterations",
     "uniform_base_measure",
     "user_cell_counts",
     "wpm_entropic",

@@ -23,7 +23,12 @@ Files and figures
 :meth:`PopulationSample.save` writes what ``privot sample`` writes (the CLI calls it:
 one code path): publishable :data:`PUBLISHABLE_FILES` (``samples.csv``: the released
 cells' centres, sorted, no user ids; ``base_measure.csv``; ``estimate.csv``;
-``sample.png``; ``release.json``) and, unless ``curator=False``, the curator-only
+``estimate_intervals.csv``, the estimate's per-cell bootstrap intervals, and
+``estimate_uncertainty.json``, its :math:`W_1` radius
+(:meth:`PopulationSample.estimate_intervals`, up to :data:`INTERVALS_MAX_CELLS` cells);
+``sample.png``; ``release.json``, whose
+``estimate`` field names the estimator and its public stopping rule: nothing in
+``release.json`` depends on the samples) and, unless ``curator=False``, the curator-only
 :data:`CURATOR_FILES` (``curator-samples.csv``: the samples with user ids;
 ``curator-report.json``). :meth:`PopulationSample.plot` draws ``sample.png``
 (:mod:`privot.sampling.plot`). Both need the public grid the counts were made on
@@ -46,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from privot._jsonable import write_json
 from privot._result import (
     CURATOR_PREFIX,
     CURATOR_REPORT,
@@ -56,11 +62,22 @@ from privot._result import (
 from privot.errors import InvalidParameterError
 from privot.privacy.types import Neighbouring, PrivacyCost
 from privot.sampling.baselines import krr_estimate
-from privot.sampling.estimators import estimate_direct, estimate_linear
+from privot.sampling.cost import cost_matrix
+from privot.sampling.estimators import (
+    ESTIMATORS,
+    EstimateIntervals,
+    estimate_direct,
+    estimate_intervals,
+    estimate_linear,
+    estimate_linear_stopped,
+    stopping_iterations,
+)
 
 __all__ = [
     "CURATOR_FILES",
     "DEFAULT_INPUT",
+    "INTERVALS_MAX_CELLS",
+    "RADIUS_MAX_CELLS",
     "PUBLISHABLE_FILES",
     "PopulationDiagnostics",
     "PopulationSample",
@@ -71,8 +88,15 @@ __all__ = [
 DEFAULT_INPUT = "uniform over the k input points"
 #: Every publishable file :meth:`PopulationSample.save` writes (``sample.png`` with
 #: ``png=True``).
-PUBLISHABLE_FILES = ("samples.csv", "base_measure.csv", "estimate.csv", "sample.png",
+PUBLISHABLE_FILES = ("samples.csv", "base_measure.csv", "estimate.csv",
+                     "estimate_intervals.csv", "estimate_uncertainty.json", "sample.png",
                      "release.json")
+#: :meth:`PopulationSample.save` writes ``estimate_intervals.csv`` (the estimate's
+#: bootstrap intervals) up to this many cells (the bootstrap runs ``n_boot`` fits).
+INTERVALS_MAX_CELLS = 1024
+#: :meth:`PopulationSample.estimate_intervals` computes the :math:`W_1` radius (``n_boot``
+#: exact transports) up to this many cells (about 4 s at 256 cells, a minute at 1024).
+RADIUS_MAX_CELLS = 400
 #: The curator-only files (user ids, exact counts, timings: never publish).
 CURATOR_FILES = (CURATOR_PREFIX + "samples.csv", CURATOR_REPORT)
 
@@ -236,26 +260,105 @@ class PopulationSample(ReleaseResult):
 
     # -- the server's estimate (post-processing) ------------------------------------------
 
-    def estimate(self) -> np.ndarray:
+    def estimate(self, estimator: str = "stopped") -> np.ndarray:
         """The server's estimate of the population distribution (cached): what
         :func:`~privot.sampling.estimators.estimate_population` returns, from the
         released histogram and the public parameters recorded here (the linear variant's
-        channel; k-RR's epsilon). Post-processing: no budget."""
-        cached = self.__dict__.get("_estimate")
+        channel and epsilon; k-RR's epsilon). Post-processing: no budget.
+
+        ``estimator`` (linear variant): ``"stopped"`` (default), EM stopped after
+        :func:`~privot.sampling.estimators.stopping_iterations` steps, a rule of the
+        public number of reports and epsilon; ``"mle"``, EM to convergence (the default
+        before issue 26, which overfits few reports; ``docs/sampling_estimate.md``).
+        """
+        if estimator not in ESTIMATORS:
+            raise InvalidParameterError("estimator", estimator, f"one of {ESTIMATORS}")
+        cache = self.__dict__.setdefault("_estimates", {})
+        key = estimator if self.variant == "linear" else "-"
+        cached = cache.get(key)
         if cached is None:
             hist = self.counts_per_output()
             if self.variant == "linear":
-                if self.channel is None:
-                    raise InvalidParameterError(
-                        "channel", None, "the public channel of a linear-variant sample "
-                        "(use estimate_population(sample, mechanism))")
-                cached = estimate_linear(hist, self.channel)
+                channel = self._channel()
+                cached = (estimate_linear(hist, channel) if estimator == "mle" else
+                          estimate_linear_stopped(hist, channel, epsilon=self.epsilon))
             elif self.mechanism_name == "krr":
                 cached = krr_estimate(hist, epsilon=self.epsilon, project=True)
             else:
                 cached = estimate_direct(hist)
-            object.__setattr__(self, "_estimate", cached)
+            cache[key] = cached
         return cached.copy()
+
+    def _channel(self) -> np.ndarray:
+        if self.channel is None:
+            raise InvalidParameterError(
+                "channel", None, "the public channel of a linear-variant sample "
+                "(use estimate_population(sample, mechanism))")
+        return np.asarray(self.channel, dtype=np.float64)
+
+    def estimate_intervals(self, *, level: float = 0.9, n_boot: int = 200,
+                           grid: Any = None) -> EstimateIntervals:
+        """The uncertainty statement of the default :meth:`estimate` (publishable,
+        cached for the default arguments): bootstrap intervals per cell
+        (:func:`~privot.sampling.estimators.estimate_intervals`; the linear variant: a
+        parametric bootstrap through the public channel; otherwise the released
+        histogram resampled) and, when the public grid is known and has at most
+        :data:`RADIUS_MAX_CELLS` cells, a :math:`W_1` radius in the grid's coordinate
+        units (Euclidean between cell centres; else ``w1_radius`` is None). Post-processing:
+        no budget; a fixed public seed, so the same reports give the same intervals."""
+        default = level == 0.9 and n_boot == 200 and grid is None
+        cached = self.__dict__.get("_intervals") if default else None
+        if cached is None:
+            cost = None
+            if self._has_grid(grid) and self.k <= RADIUS_MAX_CELLS:
+                pts = self._grid(grid).cell_centre_points()
+                cost = cost_matrix(pts, pts)
+            hist = self.counts_per_output()
+            if self.variant == "linear":
+                cached = estimate_intervals(hist, self._channel(), epsilon=self.epsilon,
+                                            level=level, n_boot=n_boot, cost=cost)
+            else:
+                krr = self.mechanism_name == "krr"
+                cached = estimate_intervals(hist, epsilon=self.epsilon if krr else None,
+                                            estimator="krr" if krr else "histogram",
+                                            level=level, n_boot=n_boot, cost=cost)
+            if default:
+                object.__setattr__(self, "_intervals", cached)
+        return cached
+
+    def _save_intervals(self, folder: Path, g: Any, centres: list,
+                        recorded: bool) -> list[str]:
+        """Write ``estimate_intervals.csv`` (per cell) and ``estimate_uncertainty.json``
+        (the :math:`W_1` statement): publishable, from the released reports only."""
+        iv = self.estimate_intervals(grid=None if recorded else g)
+        with open(folder / "estimate_intervals.csv", "w", encoding="utf-8") as fh:
+            fh.write("cell,x,y,estimate,lower,upper\n")
+            for c, (x, y) in enumerate(centres):
+                fh.write(f"{c},{x!r},{y!r},{iv.estimate[c]:.12g},{iv.lower[c]:.12g},"
+                         f"{iv.upper[c]:.12g}\n")
+        write_json(folder / "estimate_uncertainty.json",
+                   {"about": "the default estimate (the 'estimate' column of "
+                             "estimate_intervals.csv; estimate.csv unless another "
+                             "estimator was asked for)",
+                    **iv.release_dict(), "w1_radius_units": "grid coordinates",
+                    "statement": f"W1(population, estimate) <= w1_radius at nominal level "
+                                 f"{iv.level:g}; per-cell intervals in "
+                                 "estimate_intervals.csv (indicative)"})
+        return ["estimate_intervals.csv", "estimate_uncertainty.json"]
+
+    def estimate_dict(self, estimator: str = "stopped") -> dict[str, Any]:
+        """What ``release.json``'s ``estimate`` field says of :meth:`estimate`
+        (publishable: the estimator, its public rule, the intervals' summary)."""
+        if self.variant != "linear":
+            return {"estimator": "krr-debiased" if self.mechanism_name == "krr"
+                    else "report histogram", "file": "estimate.csv"}
+        body: dict[str, Any] = {"file": "estimate.csv", "estimator": estimator}
+        if estimator == "mle":
+            body["rule"] = "EM to convergence (1000 steps or L1 change <= 1e-9)"
+        else:
+            body["rule"] = "EM from uniform, stopped after ceil(3 sqrt(n) / eps^1.25) steps"
+            body["n_iter"] = stopping_iterations(self.n_reports, self.epsilon)
+        return body
 
     # -- figures and files --------------------------------------------------------------
 
@@ -284,14 +387,16 @@ class PopulationSample(ReleaseResult):
 
     def plot(self, ax: Any = None, *, which: str | Sequence[str] = ("base_measure",
                                                                      "samples", "estimate"),
-             grid: Any = None, title: str | None = None, **kwargs: Any) -> Any:
+             grid: Any = None, title: str | None = None, estimator: str = "stopped",
+             **kwargs: Any) -> Any:
         """Draw the public base measure, the released samples (count per cell) and the
         server's estimate over the grid: the picture ``sample.png``
         (:func:`privot.sampling.plot.plot_population_sample`).
 
         ``which`` picks panels (``"base_measure"``, ``"samples"``, ``"estimate"``);
         ``ax`` is one Axes per panel (None: a new Figure). ``grid`` overrides the
-        recorded one. Returns the matplotlib Figure. Post-processing only.
+        recorded one; ``estimator`` picks the linear variant's estimate
+        (:meth:`estimate`). Returns the matplotlib Figure. Post-processing only.
         """
         from privot.sampling.plot import plot_population_sample
 
@@ -303,7 +408,7 @@ class PopulationSample(ReleaseResult):
         if "samples" in names:
             arrays["counts"] = self.counts_per_output()
         if "estimate" in names:
-            arrays["estimate"] = self.estimate()
+            arrays["estimate"] = self.estimate(estimator)
         return plot_population_sample(g, ax=ax, which=which,
                                       title=self._title() if title is None else title,
                                       **arrays, **kwargs)
@@ -311,7 +416,8 @@ class PopulationSample(ReleaseResult):
     def save(self, folder: str | Path, *, grid: Any = None,
              release_extra: Mapping[str, Any] | None = None,
              curator: bool | Mapping[str, Any] = True, data_warnings: Sequence[str] = (),
-             png: bool = True, title: str | None = None) -> dict[str, list[str]]:
+             png: bool = True, title: str | None = None,
+             estimator: str = "stopped") -> dict[str, list[str]]:
         """Write the files ``privot sample`` writes into ``folder`` (created if needed;
         files of the same names are replaced).
 
@@ -333,6 +439,11 @@ class PopulationSample(ReleaseResult):
             Draw ``sample.png`` (needs matplotlib, the ``plot`` extra).
         title : str, optional
             Title of ``sample.png`` (default: mechanism, variant, epsilon).
+        estimator : {"stopped", "mle"}, default "stopped"
+            The linear variant's estimate written to ``estimate.csv``
+            (:meth:`estimate`). ``estimate_intervals.csv`` holds the default
+            estimate's bootstrap intervals (:meth:`estimate_intervals`), written up to
+            :data:`INTERVALS_MAX_CELLS` cells.
 
         Returns
         -------
@@ -342,7 +453,7 @@ class PopulationSample(ReleaseResult):
         """
         g = self._grid(grid)
         m = self._base_measure()
-        estimate = self.estimate()
+        estimate = self.estimate(estimator)
         d = g.resolution
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
@@ -358,13 +469,18 @@ class PopulationSample(ReleaseResult):
         np.savetxt(folder / "estimate.csv", estimate.reshape(d, d), delimiter=",",
                    fmt="%.12g")
         public += ["samples.csv", "base_measure.csv", "estimate.csv"]
+        est_body = self.estimate_dict(estimator)
+        if self.k <= INTERVALS_MAX_CELLS:
+            public += self._save_intervals(folder, g, centres, grid is None)
+            est_body["intervals"] = "estimate_intervals.csv"
+            est_body["uncertainty"] = "estimate_uncertainty.json"
         if png:
-            fig = self.plot(grid=g, title=title)
+            fig = self.plot(grid=g, title=title, estimator=estimator)
             fig.savefig(folder / "sample.png", dpi=110, bbox_inches="tight")
             public.append("sample.png")
         public.append("release.json")
         write_release(folder, {**self.release_dict(), **dict(release_extra or {}),
-                               "grid": self.grid_dict(g)}, public)
+                               "grid": self.grid_dict(g), "estimate": est_body}, public)
         # -- curator-only: the samples with their user ids, exact counts, timings ------
         written: list[str] = []
         if curator is not False:
