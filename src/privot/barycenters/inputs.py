@@ -3,6 +3,7 @@
 :func:`read_groups` checks the shapes and the public sizes (never the values);
 :func:`usable_rows_of` then makes the curator decisions on the exact rows (unusable
 rows left out, rows outside the bounds clipped, a group with no usable row inside them
+refused, rows that clearly fit the bounds with their first two coordinates swapped
 refused, most rows outside warned about), before anything is charged.
 
 Privacy
@@ -21,14 +22,21 @@ from typing import Any
 
 import numpy as np
 
-from privot._usable import AXES_HINT, check_usable, group_arrays, swapped_axes_hint, usable_rows
+from privot._usable import (
+    AXES_HINT,
+    MOSTLY,
+    check_usable,
+    group_arrays,
+    swapped_axes_hint,
+    usable_rows,
+)
 from privot._validation import check_int, check_weights
 from privot.barycenters.engine_step import CoresetLeafCounts
 from privot.barycenters.geometry import PublicBounds
 from privot.barycenters.params import BarycenterParams
 from privot.errors import InvalidDataError, InvalidParameterError
 
-__all__ = ["Groups", "Rows", "read_groups", "usable_rows_of"]
+__all__ = ["Groups", "Rows", "read_groups", "refuse_swapped_axes", "usable_rows_of"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,6 +130,29 @@ def read_groups(groups: Any, params: BarycenterParams) -> Groups:
     return out
 
 
+def refuse_swapped_axes(points: list[np.ndarray], bounds: PublicBounds, *,
+                        n_outside: int) -> None:
+    """Refuse, before anything is charged, rows that clearly fit the bounds with their
+    first two coordinates swapped (a curator decision on the exact rows).
+
+    The rule of :func:`privot._usable.swapped_axes_hint` (the hint the heatmap and
+    sampling checks give), on the usable rows of all groups together: most of them
+    outside the bounds as given (``n_outside`` > half), and more than half of them, and
+    more than as given, inside with the first two coordinates exchanged. Clipping such
+    rows would release a barycenter of the wrong data, so it is refused rather than
+    warned about. Raises :class:`~privot.errors.InvalidDataError`.
+    """
+    pooled = np.concatenate(points, axis=0) if points else np.zeros((0, 0))
+    if pooled.ndim != 2 or pooled.shape[1] < 2 or n_outside <= MOSTLY * len(pooled):
+        return
+    hint = swapped_axes_hint(pooled, lambda x: ~bounds.clip(x)[1])
+    if hint != AXES_HINT:
+        raise InvalidDataError(f"the rows do not fit the bounds as given ({n_outside} of "
+                               f"{len(pooled)} usable rows outside them): {hint}. Swap "
+                               "the columns (or the bounds' axes). Nothing was charged or "
+                               "written")
+
+
 def usable_rows_of(groups: Groups) -> Rows:
     """The usable rows in unit coordinates (clipped into the bounds) and the counts of
     the unusable and clipped rows; refuses a group with no usable row inside the bounds
@@ -138,6 +169,9 @@ def usable_rows_of(groups: Groups) -> Rows:
 
         def hint(i: int) -> str:
             return swapped_axes_hint(raw[i][usable[i]], lambda x: ~bounds.clip(x)[1])
+
+        refuse_swapped_axes([g[u] for g, u in zip(raw, usable, strict=True)], bounds,
+                            n_outside=sum(rows.n_outside))
     else:
         counts = groups.counts
         rows = Rows(None, None, [int(counts.n_unusable.get(key, 0)) for key in groups.keys],

@@ -28,7 +28,7 @@ import numpy as np
 
 from privot.barycenters.inputs import Groups, Rows, usable_rows_of
 from privot.barycenters.params import BarycenterParams
-from privot.barycenters.result import BarycenterResult
+from privot.barycenters.result import BarycenterResult, distinct_atoms
 from privot.errors import InvalidParameterError
 from privot.privacy import accounting
 from privot.privacy.events import ComposedEvent, GaussianEvent, PrivacyEvent, PureEvent
@@ -36,7 +36,8 @@ from privot.privacy.noise import check_rng
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender
 
 __all__ = ["DEFAULT_ATOMS_POLISH", "Release", "RunSettings", "default_projection_dim",
-           "refuse_options", "release_event", "start_release", "warn_unused"]
+           "distinct_atoms", "refuse_options", "release_event", "start_release",
+           "warn_degenerate", "warn_unused"]
 
 #: Exact polishing steps after Sinkhorn on weighted atoms (``polish=None`` with
 #: ``max_atoms``): the exact fixed point run to its tolerance (it stops early), affordable
@@ -199,12 +200,25 @@ class Release:
         # post-processing and never moves an atom away from any point inside them
         support, _ = bounds.clip(bounds.from_unit(support_unit))
         diagnostics["seconds_total"] = time.perf_counter() - started
+        warn_degenerate(support, self.m, self.method)
         return BarycenterResult(
             support=support, weights=np.full(self.m, 1.0 / self.m), method=self.method,
             cost=PrivacyCost(self.params.epsilon, self.delta), sample_cost=self.sample,
             relation=Neighbouring.REPLACE_ONE_IN_GROUP, secure=secure, bounds=bounds,
             n_clipped=tuple(self.rows.n_outside), n_unusable=tuple(self.rows.n_unusable),
             params=record, diagnostics=diagnostics)
+
+
+def warn_degenerate(support: np.ndarray, m: int, method: str) -> None:
+    """Warn (:class:`UserWarning`; the CLI routes it to stderr) when the release has
+    fewer distinct atoms than ``m``: a degenerate barycenter is flagged, never reported
+    as a plain success. The count is a function of the release (public)."""
+    n = distinct_atoms(support)
+    if n < m:
+        warnings.warn(f"degenerate release: {n} distinct atom(s) of m = {m} (method "
+                      f"{method!r}): the support repeats points, each copy with weight "
+                      "1/m (the result's distinct_atoms and release.json's 'degenerate' "
+                      "say so)", UserWarning, stacklevel=5)
 
 
 def start_release(groups: Groups, params: BarycenterParams, method: str, delta: float,

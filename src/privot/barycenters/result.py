@@ -60,6 +60,12 @@ def default_group_names(k: int) -> list[str]:
     return ["all"] if k == 1 else [f"group {i}" for i in range(k)]
 
 
+def distinct_atoms(support: np.ndarray) -> int:
+    """The number of distinct rows of a released support: a function of the release,
+    publishable."""
+    return int(len(np.unique(np.asarray(support, dtype=np.float64), axis=0)))
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class BarycenterResult(ReleaseResult):
     """A private barycenter and everything needed to judge it.
@@ -133,6 +139,18 @@ class BarycenterResult(ReleaseResult):
         """Number of support points."""
         return int(self.support.shape[0])
 
+    @property
+    def distinct_atoms(self) -> int:
+        """Number of distinct support points (a function of the release: publishable).
+        Below :attr:`m` the release is degenerate: it repeats points (for example every
+        atom at one mean); :attr:`degenerate` says so and ``release.json`` carries it."""
+        return distinct_atoms(self.support)
+
+    @property
+    def degenerate(self) -> bool:
+        """True when the support has fewer distinct points than ``m`` (public)."""
+        return self.distinct_atoms < self.m
+
     def evaluate(self, groups: Sequence[np.ndarray], *,
                  references: dict[str, np.ndarray] | None = None,
                  max_points: int | None = None,
@@ -154,7 +172,7 @@ class BarycenterResult(ReleaseResult):
         A function of the public parameters and the noisy release only. It states what
         the guarantee takes as public: the group labels and sizes are published exactly.
         """
-        return {
+        out = {
             "method": self.method,
             "support": self.support.tolist(),
             "weights": self.weights.tolist(),
@@ -168,6 +186,11 @@ class BarycenterResult(ReleaseResult):
                        "upper": self.bounds.upper.tolist()},
             "params": self.params,
         }
+        if self.degenerate:  # only then, so the files of a full release keep their bytes
+            out["degenerate"] = {"distinct_atoms": self.distinct_atoms, "m": self.m,
+                                 "note": "fewer distinct support points than m: the "
+                                         "release repeats points"}
+        return out
 
     def curator_report(self) -> dict[str, Any]:
         """Exact counts and timings of the raw data: **not private, never publish**."""

@@ -51,6 +51,13 @@ curator-only (exact statistics of the raw data: never publish)
       warnings raised while touching the data;
     * ``curator-data.png`` -- with ``--plot-data``: the support over the raw rows.
 
+Rows that clearly fit the bounds with their first two columns swapped (most rows
+outside as given, more than half inside swapped: the rule of
+:func:`privot._usable.swapped_axes_hint`) are refused before anything is charged
+(exit 2, one line). A release with fewer distinct support points than ``m`` says so: a
+warning on stderr, ``DEGENERATE: N distinct atom(s)`` in the stdout summary and a
+``degenerate`` entry in ``release.json`` (the count is a function of the release).
+
 The files are written by :meth:`privot.barycenters.BarycenterResult.save` (one code
 path with the library).
 """
@@ -522,6 +529,9 @@ def _describe(args: argparse.Namespace, result: Any) -> str:
     if plan is not None:  # its public plan
         how += (f" ({plan['mechanism']} noise, d' = {plan['subspace_dim']}, "
                 f"{plan['cells']} cell(s), {plan['rounds']} Lloyd round(s))")
+    if result.degenerate:  # a function of the release: public
+        how += (f"; DEGENERATE: {result.distinct_atoms} distinct atom(s) of m = "
+                f"{result.m}")
     return how
 
 
