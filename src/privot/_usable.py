@@ -33,8 +33,9 @@ import numpy as np
 from privot._validation import check_group_sequence
 from privot.errors import DataWarning, InvalidDataError
 
-__all__ = ["MOSTLY", "UserPoints", "check_usable", "coordinate_column", "group_arrays",
-           "swapped_axes_hint", "usable_rows", "usable_user_points"]
+__all__ = ["MOSTLY", "UserPoints", "axes_look_swapped", "check_usable", "coordinate_column",
+           "group_arrays", "refuse_swapped_axes", "swapped_axes_hint", "usable_rows",
+           "usable_user_points"]
 
 #: A share of rows dropped or clipped above which the curator is warned.
 MOSTLY = 0.5
@@ -90,11 +91,55 @@ def swapped_axes_hint(points: np.ndarray, inside: Callable[[np.ndarray], np.ndar
     swapped = points.copy()
     swapped[:, [0, 1]] = swapped[:, [1, 0]]
     now, then = int(inside(points).sum()), int(inside(swapped).sum())
-    if then > max(now, MOSTLY * len(points)):
+    if axes_look_swapped(len(points), now, then):
         return (f"the first two coordinates look swapped: with them exchanged, {then} of "
                 f"{len(points)} usable rows would be inside the bounds instead of {now} "
                 "(for geographic data x is the longitude and y the latitude)")
     return AXES_HINT
+
+
+def axes_look_swapped(n_rows: int, n_inside: int, n_inside_swapped: int) -> bool:
+    """The one rule: exchanging the first two coordinates puts more than half of the rows,
+    and more than as given, inside the public bounds."""
+    return n_inside_swapped > max(n_inside, MOSTLY * n_rows)
+
+
+def refuse_swapped_axes(*, n_rows: int, n_outside: int,
+                        n_outside_swapped: Callable[[], int], what: str) -> None:
+    """Refuse, before anything is charged, rows that clearly fit with swapped axes.
+
+    A curator decision on the exact rows, taken by every capability that reads
+    coordinates against public bounds (heatmaps, sampling, barycenters): when most rows
+    are outside the bounds as given (``n_outside > MOSTLY * n_rows``) and
+    :func:`axes_look_swapped` holds for the rows with their first two coordinates
+    exchanged, the release would be of the wrong data; it is refused (before, it was a
+    warning the curator could miss).
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows read.
+    n_outside : int
+        Rows outside the bounds or unusable, as given.
+    n_outside_swapped : callable
+        ``() -> int``, the same count with the first two coordinates exchanged; called
+        only when most rows are outside (it may read the data again).
+    what : str
+        What the rows are, for the message.
+
+    Raises
+    ------
+    InvalidDataError
+    """
+    if n_rows <= 0 or n_outside <= MOSTLY * n_rows:
+        return
+    swapped = int(n_outside_swapped())
+    if axes_look_swapped(n_rows, n_rows - n_outside, n_rows - swapped):
+        raise InvalidDataError(
+            f"{what}: the first two coordinates look swapped: {n_outside} of {n_rows} rows "
+            f"are outside the bounds as given, {swapped} with them exchanged (for "
+            "geographic data x is the longitude and y the latitude). Swap the columns (or "
+            "the bounds' axes). Nothing was charged or written")
 
 
 def check_usable(*, n_rows: int, n_unusable: int, n_outside: int, what: str,

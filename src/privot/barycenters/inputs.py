@@ -24,12 +24,12 @@ import numpy as np
 
 from privot._usable import (
     AXES_HINT,
-    MOSTLY,
     check_usable,
     group_arrays,
     swapped_axes_hint,
     usable_rows,
 )
+from privot._usable import refuse_swapped_axes as refuse_axes
 from privot._validation import check_int, check_weights
 from privot.barycenters.engine_step import CoresetLeafCounts
 from privot.barycenters.geometry import PublicBounds
@@ -135,22 +135,21 @@ def refuse_swapped_axes(points: list[np.ndarray], bounds: PublicBounds, *,
     """Refuse, before anything is charged, rows that clearly fit the bounds with their
     first two coordinates swapped (a curator decision on the exact rows).
 
-    The rule of :func:`privot._usable.swapped_axes_hint` (the hint the heatmap and
-    sampling checks give), on the usable rows of all groups together: most of them
-    outside the bounds as given (``n_outside`` > half), and more than half of them, and
-    more than as given, inside with the first two coordinates exchanged. Clipping such
-    rows would release a barycenter of the wrong data, so it is refused rather than
-    warned about. Raises :class:`~privot.errors.InvalidDataError`.
+    :func:`privot._usable.refuse_swapped_axes`, the rule of every capability, on the
+    usable rows of all groups together. Clipping such rows would release a barycenter of
+    the wrong data. Raises :class:`~privot.errors.InvalidDataError`.
     """
     pooled = np.concatenate(points, axis=0) if points else np.zeros((0, 0))
-    if pooled.ndim != 2 or pooled.shape[1] < 2 or n_outside <= MOSTLY * len(pooled):
+    if pooled.ndim != 2 or pooled.shape[1] < 2:
         return
-    hint = swapped_axes_hint(pooled, lambda x: ~bounds.clip(x)[1])
-    if hint != AXES_HINT:
-        raise InvalidDataError(f"the rows do not fit the bounds as given ({n_outside} of "
-                               f"{len(pooled)} usable rows outside them): {hint}. Swap "
-                               "the columns (or the bounds' axes). Nothing was charged or "
-                               "written")
+
+    def outside_swapped() -> int:
+        swapped = pooled.copy()
+        swapped[:, [0, 1]] = swapped[:, [1, 0]]
+        return int(np.count_nonzero(bounds.clip(swapped)[1]))
+
+    refuse_axes(n_rows=len(pooled), n_outside=n_outside, n_outside_swapped=outside_swapped,
+                what="the rows")
 
 
 def usable_rows_of(groups: Groups) -> Rows:

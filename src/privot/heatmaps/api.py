@@ -24,7 +24,7 @@ import numpy as np
 
 from privot._params import build_params
 from privot._progress import progress_bar, show_progress
-from privot._usable import check_usable
+from privot._usable import check_usable, refuse_swapped_axes
 from privot.errors import InvalidParameterError
 from privot.grid import Grid
 from privot.heatmaps.aggregate import CellSums
@@ -223,7 +223,13 @@ def private_heatmap(data: Any = None, params: HeatmapParams | None = None, *,
     ensure_affordable(accountant, p.epsilon, f"private_heatmap(method={p.method!r})")
 
     cells, hint = _cell_sums(data, user, x, y, grid, engine)
-    # a curator decision on the exact counts, before anything is charged
+    # curator decisions on the exact counts, before anything is charged
+    if not isinstance(data, CellSums):
+        refuse_swapped_axes(
+            n_rows=cells.n_points, n_outside=cells.n_outside, what="the input",
+            n_outside_swapped=lambda: _cell_sums(
+                data, user, DEFAULT_Y_COLUMN if y is None else y,
+                DEFAULT_X_COLUMN if x is None else x, grid, engine)[0].n_outside)
     check_usable(n_rows=cells.n_points, n_unusable=0, n_outside=cells.n_outside,
                  what="the input", outside="outside the bounds or unusable (dropped)",
                  hint=hint)
