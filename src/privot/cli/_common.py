@@ -27,7 +27,7 @@ __all__ = ["ASPECTS", "DEFAULT_ASPECT", "DEFAULT_COLUMNS", "LEDGER_ENV",
            "add_renamed_argument", "add_seed_argument", "column_list", "engine_from_args",
            "engine_name", "ledger_from_args", "ledger_path", "ledger_spender",
            "ledger_summary", "positive_float", "progress_from_args", "rng_from_args",
-           "say_from_args", "to_json", "write_json"]
+           "refuse_swapped_columns", "say_from_args", "to_json", "write_json"]
 
 #: :data:`privot.privacy.ledger.LEDGER_ENV`, repeated so that parsing imports nothing
 #: heavy (tests/cli/test_cli_budget.py checks they agree).
@@ -559,3 +559,20 @@ def ledger_summary(ledger: Ledger) -> str:
     return (f"ledger {ledger.name}: spent eps={st.spent_epsilon:.6g} of "
             f"{ledger.total[0]:g}, {st.remaining_epsilon:.6g} left ({st.releases} "
             "releases)")
+
+
+def refuse_swapped_columns(args: argparse.Namespace, step: Any, counts: Any, *, grid: Any,
+                           engine: Any, names: Any) -> None:
+    """:func:`privot._usable.refuse_swapped_axes` on a table of user points.
+
+    ``counts`` is what ``step`` (``aggregate_user_cells`` or ``user_cell_counts``) read
+    with ``--columns`` as given; only when most rows are outside does ``step`` read the
+    table again with the two columns exchanged. A curator decision, before any charge.
+    """
+    from privot._usable import refuse_swapped_axes
+
+    refuse_swapped_axes(
+        n_rows=counts.n_points, n_outside=counts.n_outside, what=str(args.input),
+        n_outside_swapped=lambda: step(
+            args.input, grid=grid, user_column=args.user_column, x_column=args.columns[1],
+            y_column=args.columns[0], engine=engine, sep=args.sep, names=names).n_outside)

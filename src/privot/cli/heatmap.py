@@ -60,6 +60,7 @@ from privot.cli._common import (
     ledger_summary,
     positive_float,
     progress_from_args,
+    refuse_swapped_columns,
     rng_from_args,
     say_from_args,
 )
@@ -154,7 +155,7 @@ PUBLISHABLE = ("distribution.npy", "distribution.npz", "distribution.csv",
 
 
 def _run(args: argparse.Namespace) -> int:
-    from privot._usable import check_usable, refuse_swapped_axes
+    from privot._usable import check_usable
     from privot._validation import check_epsilon
     from privot.heatmaps import Grid, HeatmapParams, aggregate_user_cells, private_heatmap
     from privot.heatmaps.memory import check_memory, parse_size
@@ -191,12 +192,8 @@ def _run(args: argparse.Namespace) -> int:
                                     x_column=args.columns[0], y_column=args.columns[1],
                                     engine=engine, sep=args.sep, names=names)
         t_aggregate = time.perf_counter() - start
-        refuse_swapped_axes(  # a curator decision on the counts, before any charge
-            n_rows=sums.n_points, n_outside=sums.n_outside, what=str(args.input),
-            n_outside_swapped=lambda: aggregate_user_cells(
-                args.input, grid=grid, user_column=args.user_column,
-                x_column=args.columns[1], y_column=args.columns[0], engine=engine,
-                sep=args.sep, names=names).n_outside)
+        refuse_swapped_columns(args, aggregate_user_cells, sums, grid=grid, engine=engine,
+                               names=names)  # before any charge
         if ledger is not None:
             # private_heatmap's own refusal of an input with no usable point, made here
             # so that the whole-release charge below is never spent on it

@@ -81,6 +81,7 @@ from privot.cli._common import (
     ledger_summary,
     positive_float,
     progress_from_args,
+    refuse_swapped_columns,
     rng_from_args,
     say_from_args,
 )
@@ -174,7 +175,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
 
-    from privot._usable import check_usable, refuse_swapped_axes
+    from privot._usable import check_usable
     from privot._validation import check_epsilon, check_int
     from privot.grid import Grid
     from privot.privacy.events import PureEvent
@@ -210,12 +211,8 @@ def _run(args: argparse.Namespace) -> int:
                                   x_column=args.columns[0], y_column=args.columns[1],
                                   engine=engine, sep=args.sep, names=names)
         seconds["distributions"] = time.perf_counter() - start
-        refuse_swapped_axes(  # a curator decision on the counts, before any charge
-            n_rows=counts.n_points, n_outside=counts.n_outside, what=str(args.input),
-            n_outside_swapped=lambda: user_cell_counts(
-                args.input, grid=grid, user_column=args.user_column,
-                x_column=args.columns[1], y_column=args.columns[0], engine=engine,
-                sep=args.sep, names=names).n_outside)
+        refuse_swapped_columns(args, user_cell_counts, counts, grid=grid, engine=engine,
+                               names=names)  # before any charge
         check_usable(n_rows=counts.n_points, n_unusable=0, n_outside=counts.n_outside,
                      what=str(args.input), outside="outside the bounds or unusable")
         start = time.perf_counter()
