@@ -7,6 +7,11 @@ eps in {1, 4}, seeded releases (``secure=False``):
 * **tuning tables** (the rules were chosen on these): ``diamonds`` (d = 7, groups by
   cut) and ``weather`` (NYC 2013, d = 8, groups by season), 750 and 2,000 rows per group
   (uniform samples);
+* **small-d tuning tables** (``--part small``; the one-cell rule of ``d0 <= 4`` was chosen
+  on these): ``cps1988`` (AER, d = 3, by region; 400, 1,500 and 4,000 rows per group),
+  ``slid`` (carData, d = 3, by language, whole), ``penguins`` (d = 4, by species, whole),
+  ``weather4`` and ``diamonds4`` (4-column subsets of the tuning tables; 300, 750 and
+  2,000 / 300 and 750 rows per group);
 * **evaluation tables** (never used to choose): ``computers`` (Ecdat, d = 7, 6,259
   rows: 612 / 2,823 / 1,956 / 868) and ``wage`` (ISLR, d = 4, 3,000 rows: 1,239 / 650 /
   685 / 426), whole tables.
@@ -15,7 +20,10 @@ Methods: ``coreset`` (paper 000 Alg. 2, pure eps); ``subspace`` (the default pla
 pure eps, Laplace noise); ``subspace-old`` (the plan before issue 26: d' = 0, the DP
 mean alone, below eps n = 800, else d' = clip(round(log2(eps n) - 3), 3, 8), and half of
 epsilon on the second moment); ``subspace-gauss`` (delta = 1e-6, Gaussian noise, its
-default plan); ``auto`` (``method="auto"`` without delta, the issue's call: what it runs);
+default plan); ``subspace-lloyd`` (the default ``d'`` with
+the Lloyd cells of ``default_cells``, the plan before the small-d one-cell rule of
+part 3: ``rounds=1`` given); ``auto`` (``method="auto"`` without delta, the issue's call:
+what it runs);
 ``perturbation`` (Lloyd step, delta = 1e-6; with ``--perturbation`` only: slow);
 ``pooled-mean`` (every atom at the pooled exact mean: a non-private reference of a
 degenerate release). Cost: exact ``(1/k) sum_i W2^2(mu_i, nu)``
@@ -27,7 +35,7 @@ interval over the seeds; wall time of each release.
 
 Writes ``benchmarks/results/barycenter_moderate.json`` and ``barycenter_moderate.png``.
 Run: ``python benchmarks/bench_barycenter_moderate.py`` (about 10 minutes on 2 loaded
-cores; ``--seeds``, ``--part tuning|evaluation``, ``--perturbation``).
+cores; ``--seeds``, ``--part tuning|small|evaluation``, ``--perturbation``).
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ import numpy as np
 
 from _common import git_state, t_interval
 from privot.barycenters import PublicBounds, evaluate_barycenter, private_barycenter
+from privot.barycenters.subspace import default_subspace_dim
 from privot.datasets.tables import load_table
 from privot.ot import free_support_barycenter
 
@@ -52,15 +61,21 @@ M = 48
 EPSILONS = (1.0, 4.0)
 DELTA = 1e-6
 TUNING = (("diamonds", 750), ("weather", 750), ("diamonds", 2000), ("weather", 2000))
+#: tuning tables of 3-4 columns (issue 26, part 3: the small-d one-cell rule)
+SMALL_TUNING = (("cps1988", 400), ("cps1988", 1500), ("cps1988", 4000), ("slid", None),
+                ("penguins", None), ("weather4", 300), ("weather4", 750),
+                ("weather4", 2000), ("diamonds4", 300), ("diamonds4", 750))
 EVALUATION = (("computers", None), ("wage", None))
-METHODS = ("coreset", "subspace", "subspace-old", "subspace-gauss", "auto")
+METHODS = ("coreset", "subspace", "subspace-old", "subspace-lloyd", "subspace-gauss", "auto")
 
 
 def old_plan(n: int, d: int, eps: float) -> dict:
     """The pure default before issue 26 (``default_subspace_dim`` then)."""
     s = eps * n
     dim = 0 if s < 800 else int(min(d, min(8, max(3, round(math.log2(s) - 3)))))
-    return {"subspace_dim": dim, "projection_share": 0.5} if dim else {"subspace_dim": 0}
+    # rounds given: the Lloyd cells of that time (not the small-d one-cell rule)
+    return ({"subspace_dim": dim, "projection_share": 0.5, "rounds": 1} if dim
+            else {"subspace_dim": 0})
 
 
 def nonprivate_cost(groups: list[np.ndarray], bounds) -> float:  # noqa: ANN001
@@ -80,6 +95,9 @@ def options(method: str, n: int, d: int, eps: float) -> dict:
         return {"method": "subspace"}
     if method == "subspace-old":
         return {"method": "subspace", **old_plan(n, d, eps)}
+    if method == "subspace-lloyd":  # the default d' with the Lloyd cells (rounds given)
+        return {"method": "subspace", "rounds": 1,
+                "subspace_dim": default_subspace_dim(n, d0=d, epsilon=eps, delta=0.0)}
     if method == "subspace-gauss":
         return {"method": "subspace", "delta": DELTA}
     if method == "auto":
@@ -188,21 +206,25 @@ def plot(agg: list[dict], path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--part", choices=("all", "tuning", "evaluation"), default="all")
+    ap.add_argument("--part", choices=("all", "tuning", "small", "evaluation"),
+                    default="all")
     ap.add_argument("--perturbation", action="store_true",
                     help="also output perturbation (Lloyd step; slow)")
+    ap.add_argument("--stem", default=None,
+                    help="output file stem (default barycenter_moderate[_PART])")
     args = ap.parse_args()
     methods = METHODS + (("perturbation",) if args.perturbation else ())
     start = time.perf_counter()
     rows: list[dict] = []
-    parts = (("tuning", TUNING), ("evaluation", EVALUATION))
+    parts = (("tuning", TUNING), ("small", SMALL_TUNING), ("evaluation", EVALUATION))
     for part, tables in parts:
         if args.part in ("all", part):
             for name, per in tables:
                 rows += setting(name, per, args.seeds, methods, part)
     agg = aggregate(rows)
     OUT.mkdir(exist_ok=True)
-    stem = "barycenter_moderate" + ("" if args.part == "all" else f"_{args.part}")
+    stem = args.stem or ("barycenter_moderate"
+                         + ("" if args.part == "all" else f"_{args.part}"))
     meta = {"git": git_state(), "python": platform.python_version(),
             "machine": platform.machine(), "seeds": args.seeds, "m": M,
             "seconds": time.perf_counter() - start}

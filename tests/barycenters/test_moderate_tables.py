@@ -28,3 +28,15 @@ def test_unknown_table_refused():
 
     with pytest.raises(InvalidParameterError, match="name"):
         load_table("nope")
+
+
+@pytest.mark.parametrize("name,d,k", [("cps1988", 3, 4), ("slid", 3, 3), ("penguins", 4, 3),
+                                      ("diamonds4", 4, 4), ("weather4", 4, 4)])
+def test_small_d_tuning_tables_have_fixed_public_bounds(name, d, k):
+    from privot.datasets.tables import _SPEC, load_table
+
+    t = load_table(name, per_group=50, rng=0)
+    assert t.d == d and len(t.groups) == k and all(s <= 50 for s in t.sizes)
+    spec = _SPEC[name][2]
+    np.testing.assert_array_equal(t.bounds.lower, [spec[c][0] for c in t.columns])
+    np.testing.assert_array_equal(t.bounds.upper, [spec[c][1] for c in t.columns])

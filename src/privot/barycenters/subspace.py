@@ -82,6 +82,7 @@ __all__ = [
     "count_deviation",
     "default_cells",
     "default_subspace_dim",
+    "small_gaussian_default",
     "lloyd_sensitivity",
     "lloyd_statistic",
     "moment_sensitivity",
@@ -305,6 +306,17 @@ MODERATE_MAX_DIM = 8
 #: ``d'`` of the pure default in moderate dimension below ``eps n = MEAN_ONLY_BELOW``
 #: (at most ``d0``; the lower clip of the rule above it).
 MODERATE_SUBSPACE_DIM = 3
+#: Small dimension (issue 26, part 3): with Laplace noise, ``d0`` at most this and
+#: ``eps n`` below :data:`SMALL_GAUSSIAN_BELOW`, the default plan has one cell: each
+#: group's DP mean and second moments along the ``d'`` axes (the default ``d'``), the
+#: budget left by the projection all on them, and the atoms drawn from that DP Gaussian
+#: (no Lloyd round). Chosen on five public tuning tables of 3-4 columns (cps1988, slid,
+#: penguins, diamonds4, weather4; docs/barycenters_defaults.md), checked on ``wage``.
+SMALL_MAX_DIM = 4
+#: Upper end (in ``eps n``) of the small-dimension rule: between the largest ``eps n``
+#: where one cell won on the tuning tables (8,000) and the smallest where the Lloyd cells
+#: won (16,000); above it the cells of :func:`default_cells` stay.
+SMALL_GAUSSIAN_BELOW = 10000.0
 
 
 def default_subspace_dim(n: int, *, d0: int, epsilon: float, delta: float,
@@ -332,6 +344,18 @@ def default_subspace_dim(n: int, *, d0: int, epsilon: float, delta: float,
     if mean_only and s < MEAN_ONLY_BELOW:
         return int(min(d0, MODERATE_SUBSPACE_DIM)) if d0 <= MODERATE_MAX_DIM else 0
     return int(min(d0, min(8, max(3, round(log_s - 3)))))
+
+
+def small_gaussian_default(n: int, *, d0: int, epsilon: float, delta: float) -> bool:
+    """Whether the default plan has one cell: each group's DP Gaussian (public).
+
+    Laplace noise (``delta == 0``), ``d0 <= SMALL_MAX_DIM`` and ``eps n <
+    SMALL_GAUSSIAN_BELOW``: one cell (no Lloyd round) at the default ``d'``. On the tuning
+    tables of 3-4 columns it beat the Lloyd plan in every setting but one, e.g. 1.52x
+    against 2.28x (weather4, 4 x 300, eps 1) and 2.75x against 4.93x (cps1988, 4 x 1,500,
+    eps 1); docs/barycenters_defaults.md.
+    """
+    return delta <= 0 and d0 <= SMALL_MAX_DIM and epsilon * n < SMALL_GAUSSIAN_BELOW
 
 
 def count_deviation(*, mechanism: str, dim: int, round_budget: float) -> float:
@@ -461,7 +485,8 @@ def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
     summed. Defaults (public quantities only): ``projection_share``
     :data:`DEFAULT_PROJECTION_SHARE` of the mechanism, ``subspace_dim``
     :func:`default_subspace_dim` and ``cells`` :func:`default_cells` of the smallest
-    group, ``rounds`` 1 (0 with one cell).
+    group, ``rounds`` 1 (0 with one cell); one cell where
+    :func:`small_gaussian_default` holds (neither cells nor rounds given).
     """
     gaussian = budget.delta > 0
     if projection_share is None:
@@ -482,6 +507,9 @@ def plan_subspace(*, sizes: list[int], m: int, d0: int, budget: PrivacyCost,
             raise InvalidParameterError("subspace_dim", 0, ">= 1 with Lloyd cells or rounds "
                                         "(0 releases each group's mean only)")
         cells, t, complement_mean = 1, 0, True
+    if cells is None and rounds is None and small_gaussian_default(
+            n, d0=d0, epsilon=budget.epsilon, delta=budget.delta):
+        cells = 1  # small dimension: each group's DP Gaussian (no Lloyd round)
     if cells is None:
         # the round budget the cells would get with t Lloyd rounds (1 by default)
         rest = 1.0 - (float(projection_share) if d0 > dim else 0.0)

