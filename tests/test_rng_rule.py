@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fair_data import logistic_model, two_group_table
 from privot.errors import InvalidParameterError
 from privot.privacy.noise import BitSource
 
@@ -72,13 +73,8 @@ def _learning(rng):
     torch = pytest.importorskip("torch")
     from privot.learning import make_private
 
-    gen = np.random.default_rng(0)
-    n = 200
-    a = gen.integers(0, 2, n)
-    y = (gen.random(n) < 0.5).astype(int)
-    x = np.c_[y + gen.normal(0, 1, n), a + gen.normal(0, 0.5, n)].astype(np.float32)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(2, 1), torch.nn.Sigmoid())
+    x, y, a = two_group_table(0)
+    model = logistic_model()
     t = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), (x, y, a),
                      penalty="sp", alpha=0.5, noise_multiplier=4.0, target_delta=1e-5,
                      steps=3, rng=rng)

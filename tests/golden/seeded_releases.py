@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fair_data import logistic_model, two_group_table
+
 GOLDEN = Path(__file__).with_name("seeded_releases.json")
 
 
@@ -65,13 +67,8 @@ def learning():
 
     from privot.learning import LearningResult, make_private
 
-    gen = np.random.default_rng(3)
-    n = 200
-    a = gen.integers(0, 2, n)
-    y = (gen.random(n) < 0.5).astype(int)
-    x = np.c_[y + gen.normal(0, 1, n), a + gen.normal(0, 0.5, n)].astype(np.float32)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(2, 1), torch.nn.Sigmoid())
+    x, y, a = two_group_table(3)
+    model = logistic_model()
     t = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), (x, y, a),
                      penalty="sp", alpha=0.5, noise_multiplier=4.0, target_delta=1e-5,
                      steps=4, rng=14)

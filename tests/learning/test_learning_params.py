@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from fair_data import logistic_model, two_group_table
 from privot.errors import InvalidParameterError
 from privot.learning import LearningParams, LearningResult, make_private, require_torch
 
@@ -105,16 +106,11 @@ def test_private_learning_is_make_private_train_result_in_one_call():
     torch = pytest.importorskip("torch")
     from privot.learning import LearningResult, make_private, private_learning
 
-    gen = np.random.default_rng(5)
-    n = 120
-    a = gen.integers(0, 2, n)
-    y = (gen.random(n) < 0.5).astype(int)
-    x = np.c_[y + gen.normal(0, 1, n), a + gen.normal(0, 0.5, n)].astype(np.float32)
+    x, y, a = two_group_table(5, n=120)
     opts = dict(penalty="sp", alpha=0.5, noise_multiplier=4.0, target_delta=1e-5, steps=2)
 
     def model_and_optimizer():
-        torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(2, 1), torch.nn.Sigmoid())
+        model = logistic_model()
         return model, torch.optim.SGD(model.parameters(), lr=0.1)
 
     m1, o1 = model_and_optimizer()

@@ -3,6 +3,13 @@
 The metrics read the exact heatmap, so they are evaluation (curator-only), not part of a
 release: they live in the one evaluation namespace, :mod:`privot.evaluation`. This
 module keeps the old import path ``privot.heatmaps.metrics`` working.
+
+Privacy
+-------
+No release and no mechanism here: every metric compares a release with the exact data
+and returns an exact statistic of both (unit, relation and sensitivity do not apply).
+Its values are **curator-only** and must not be published
+(:mod:`privot.evaluation.heatmaps`).
 """
 
 from __future__ import annotations
