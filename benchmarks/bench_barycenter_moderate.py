@@ -17,7 +17,9 @@ eps in {1, 4}, seeded releases (``secure=False``):
   685 / 426), whole tables.
 
 Methods: ``coreset`` (paper 000 Alg. 2, pure eps); ``subspace`` (the default plan:
-pure eps, Laplace noise); ``subspace-old`` (the plan before issue 26: d' = 0, the DP
+pure eps, Laplace noise); ``subspace-diag`` (the default plan with each group's
+diagonal second moments, the plan before the full-covariance rule of
+``default_covariance``); ``subspace-old`` (the plan before issue 26: d' = 0, the DP
 mean alone, below eps n = 800, else d' = clip(round(log2(eps n) - 3), 3, 8), and half of
 epsilon on the second moment); ``subspace-gauss`` (delta = 1e-6, Gaussian noise, its
 default plan); ``subspace-lloyd`` (the default ``d'`` with
@@ -66,7 +68,8 @@ SMALL_TUNING = (("cps1988", 400), ("cps1988", 1500), ("cps1988", 4000), ("slid",
                 ("penguins", None), ("weather4", 300), ("weather4", 750),
                 ("weather4", 2000), ("diamonds4", 300), ("diamonds4", 750))
 EVALUATION = (("computers", None), ("wage", None))
-METHODS = ("coreset", "subspace", "subspace-old", "subspace-lloyd", "subspace-gauss", "auto")
+METHODS = ("coreset", "subspace", "subspace-diag", "subspace-old", "subspace-lloyd",
+           "subspace-gauss", "auto")
 
 
 def old_plan(n: int, d: int, eps: float) -> dict:
@@ -93,6 +96,8 @@ def options(method: str, n: int, d: int, eps: float) -> dict:
         return {"method": "coreset"}
     if method == "subspace":
         return {"method": "subspace"}
+    if method == "subspace-diag":  # the default plan with diagonal second moments
+        return {"method": "subspace", "covariance": False}
     if method == "subspace-old":
         return {"method": "subspace", **old_plan(n, d, eps)}
     if method == "subspace-lloyd":  # the default d' with the Lloyd cells (rounds given)
@@ -144,7 +149,8 @@ def setting(name: str, per_group: int | None, seeds: int, methods: tuple[str, ..
                              "delta_spent": res.delta,
                              "plan": {k: plan.get(k) for k in ("mechanism", "subspace_dim",
                                                                "cells", "rounds",
-                                                               "projection_share")}})
+                                                               "projection_share",
+                                                               "covariance")}})
             sel = [r for r in rows if r["method"] == method and r["epsilon"] == eps]
             agg = t_interval([r["ratio"] for r in sel])
             low, high = agg["ci_low"] or float("nan"), agg["ci_high"] or float("nan")

@@ -276,7 +276,7 @@ def test_directions_below_the_noise_floor_carry_no_spread(cells):
     rel = subspace_release([x], plan=plan, basis=None, sizes=[4000], m=4, rng=rng)
     assert not rel.flat[0] and rel.flat.any()
     atoms = rel.atoms[0]
-    assert np.all(rel.variances[0, rel.flat] == 0)
+    assert np.all(rel.covariances[0][rel.flat] == 0)
     # public draws outside the ball are projected radially onto it (every coordinate
     # scaled): the others sit exactly at the mean in the flat directions
     inside = np.linalg.norm(atoms, axis=1) < 0.5 - 1e-9

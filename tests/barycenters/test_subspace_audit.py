@@ -241,3 +241,74 @@ def test_lloyd_release_with_twentieth_of_the_lloyd_noise_is_caught():
                 n_runs=1_500, confidence=CONFIDENCE, rng=56)
     print(res.summary())
     assert res.violated, res.summary()
+
+
+# ------------------------------------------------------------------------------------
+# moment round with the whole second moment (covariance=True): the step
+# ------------------------------------------------------------------------------------
+
+# row 0: g against its reflection in the first axis, (R/sqrt 3)(1, -1, -1): the sums
+# change by (0, 2, 2) R/sqrt 3 and two off-diagonal products by 2R^2/3 (L1 0.54 of the
+# bound 2R sqrt 3 + 4R^2)
+_REFLECTED = RADIUS / math.sqrt(D) * np.array([1.0, -1.0, -1.0])
+COVARIANCE_PAIR = (MOMENT_PAIR[0].copy(), MOMENT_PAIR[0].copy())
+COVARIANCE_PAIR[0][0], COVARIANCE_PAIR[1][0] = G, _REFLECTED
+
+
+def _covariance_step_sampler(plan: SubspacePlan):
+    """The plan's moment noise (what subspace_release adds) on the whole-second-moment
+    statistic; Neyman-Pearson statistic of the pair (Laplace noise, equal scales)."""
+    a, b = (moment_statistic(x, covariance=True) for x in COVARIANCE_PAIR)
+
+    def sampler(data, n, rng):
+        add_noise = subspace._Noise(plan, rng)
+        exact = moment_statistic(data, covariance=True)
+        out = np.empty(n)
+        for r in range(n):
+            x = add_noise("moments", exact)
+            out[r] = np.sum(np.abs(x - a) - np.abs(x - b))
+        return out
+
+    return sampler
+
+
+def _covariance_plan(budget: PrivacyCost) -> SubspacePlan:
+    return plan_subspace(sizes=[N], m=1, d0=D, budget=budget, subspace_dim=D, cells=1,
+                         covariance=True)
+
+
+def test_covariance_moment_round_passes_its_audit():
+    plan = _covariance_plan(PURE)
+    assert plan.covariance and plan.mechanism == "laplace"
+    a, b = (moment_statistic(x, covariance=True) for x in COVARIANCE_PAIR)
+    assert a.shape == (D + D * (D + 1) // 2,)
+    assert np.abs(a - b).sum() <= plan.noise["moments"]["sensitivity"]
+    res = audit(_covariance_step_sampler(plan), *COVARIANCE_PAIR, epsilon=PURE.epsilon,
+                n_runs=30_000, confidence=CONFIDENCE, rng=61)
+    print(res.summary())
+    assert not res.violated, res.summary()
+    assert res.epsilon_lower > 0.15, res.summary()  # the pair is informative (true 0.54)
+
+
+def test_covariance_moment_round_with_tenth_of_the_noise_is_caught():
+    plan = _weakened(_covariance_plan(PURE), 10)
+    res = audit(_covariance_step_sampler(plan), *COVARIANCE_PAIR, epsilon=PURE.epsilon,
+                n_runs=2_000, confidence=CONFIDENCE, rng=62)
+    print(res.summary())
+    assert res.violated, res.summary()
+
+
+def test_covariance_release_runs_the_audited_noise():
+    """subspace_release with covariance=True adds exactly the plan's moment noise to
+    the whole-second-moment statistic: its released mean and covariance are those of
+    the noisy statistic (post-processing), on the same seeded stream."""
+    plan = _covariance_plan(PURE)
+    data = MOMENT_PAIR[0]
+    rel = subspace_release([data], plan=plan, basis=None, sizes=[N], m=1,
+                           rng=np.random.default_rng(7))
+    noisy = subspace._Noise(plan, np.random.default_rng(7))(
+        "moments", moment_statistic(data, covariance=True))
+    mean = subspace.into_ball(noisy[:D] / N)
+    np.testing.assert_allclose(rel.means[0], mean)
+    cov = subspace.released_covariance(noisy[D:] / N, mean, np.zeros(D, bool), full=True)
+    np.testing.assert_allclose(rel.covariances[0], cov)

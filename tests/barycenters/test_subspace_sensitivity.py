@@ -164,6 +164,28 @@ def test_moment_bound_holds(d, norm):
 
 
 @pytest.mark.parametrize("norm", ["l2", "l1"])
+@pytest.mark.parametrize("d", DIMS)
+def test_moment_bound_with_the_whole_second_moment_holds(d, norm):
+    """``covariance``: the sum and the upper triangle of the second moment, alone and
+    with the sum in a larger basis (random orthonormal V)."""
+    rng = np.random.default_rng(230 + d)
+    x, xp = _replacement_pairs(rng, d)
+    data = _datasets(rng, x, d)
+    stat = lambda y: moment_statistic(y, covariance=True)  # noqa: E731
+    assert stat(data[0]).shape == (d + d * (d + 1) // 2,)
+    worst = _max_change(stat, x, xp, data, norm)
+    bound = moment_sensitivity(d, norm, covariance=True)
+    assert worst <= bound + TOL, (worst, d, norm)
+    assert worst > 0.5 * bound
+    d0 = d + 2
+    x0, xp0 = _replacement_pairs(rng, d0, n_each=40)
+    v = np.linalg.qr(rng.normal(size=(d0, d)))[0]
+    worst = _max_change(lambda y: moment_statistic(y, v, covariance=True), x0, xp0,
+                        _datasets(rng, x0, d0), norm)
+    assert worst <= moment_sensitivity(d, norm, mean_dim=d0, covariance=True) + TOL
+
+
+@pytest.mark.parametrize("norm", ["l2", "l1"])
 @pytest.mark.parametrize("d0", [d for d in DIMS if d >= 2])
 def test_moment_bound_with_the_sum_in_the_whole_basis(d0, norm):
     """``complement_mean``: the sum in all d0 coordinates, the squares in a released

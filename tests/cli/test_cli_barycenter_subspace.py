@@ -99,6 +99,17 @@ def test_subspace_gaussian_records_delta_and_options(mixture_csv, tmp_path):
     assert sup.shape == (8, D + 1)
 
 
+def test_covariance_flag_reaches_the_plan(mixture_csv, tmp_path):
+    """--covariance full: the moment round releases the whole second moment (its
+    d'(d'+1)/2 entries, recorded in the plan); diagonal: the d' squares."""
+    for choice, expect in (("full", True), ("diagonal", False)):
+        out = tmp_path / choice
+        assert main(_args(mixture_csv, out, "--method", "subspace", "--cells", "1",
+                          "--subspace-dim", "3", "--covariance", choice)) == 0
+        plan = _release(out)["params"]["subspace"]
+        assert plan["covariance"] is expect and plan["cells"] == 1
+
+
 def test_dct_basis_on_images(images_csv, tmp_path):
     out = tmp_path / "dct"
     box = ["--bounds", *(["0", "1"] * 16)]
@@ -127,6 +138,8 @@ def test_dct_basis_on_images(images_csv, tmp_path):
     (("--image-shape", "2"), "--image-shape"),
     (("--basis", "pca"), "--basis"),
     (("--cells", "x"), "--cells"),
+    (("--covariance", "yes"), "--covariance"),
+    (("--method", "coreset", "--covariance", "full"), "--covariance"),
     (("--method", "coreset", "--subspace-dim", "2"), "--subspace-dim"),
     (("--method", "perturbation", "--delta", "1e-5", "--cells", "2"), "--cells"),
     (("--method", "subspace", "--projection-dim", "3"), "--projection-dim"),

@@ -94,7 +94,9 @@ def run_subspace(groups: Groups, params: BarycenterParams, settings: RunSettings
                          budget=release.sample, subspace_dim=opts.subspace_dim,
                          cells=opts.cells, rounds=opts.rounds,
                          projection_share=opts.projection_share,
-                         complement_mean=opts.complement_mean)
+                         complement_mean=opts.complement_mean,
+                         covariance=None if opts.covariance is None
+                         else bool(opts.covariance))
     release.charge(plan.event, mu=plan.mu)
     record = release.record()
     for unused in ("placement", "max_atoms"):  # the coreset's, not this method's

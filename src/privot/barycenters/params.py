@@ -275,6 +275,10 @@ class SubspaceOptions(ReleaseParams):
     complement_mean : bool, optional
         Release each group's mean outside the subspace (True) or take the public
         centre there (False).
+    covariance : bool, optional
+        Release each group's whole second moment in the subspace (a DP Gaussian with a
+        full covariance: correlated columns keep their correlation) rather than its
+        diagonal.
     """
 
     basis: Any = None
@@ -285,6 +289,7 @@ class SubspaceOptions(ReleaseParams):
     rounds: int | None = None
     projection_share: float | None = None
     complement_mean: bool | None = None
+    covariance: bool | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.basis, str) and self.basis != "dct":
@@ -313,6 +318,9 @@ class SubspaceOptions(ReleaseParams):
                                                                (bool, np.bool_)):
             raise InvalidParameterError("complement_mean", self.complement_mean,
                                         "None, True or False")
+        if self.covariance is not None and not isinstance(self.covariance,
+                                                          (bool, np.bool_)):
+            raise InvalidParameterError("covariance", self.covariance, "None, True or False")
 
     __repr__ = _one_line_repr
 

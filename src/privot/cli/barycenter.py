@@ -27,10 +27,11 @@ weighted support points and writes them into the output folder
   epsilon-DP (Laplace noise) without ``--delta``, (epsilon, delta)-DP (Gaussian noise)
   with it. Its public choices: ``--basis dct --image-shape H,W [--basis-dim D0]`` (the
   columns are the pixels of ``H x W`` images, row-major; default basis: the identity),
-  ``--subspace-dim``, ``--cells``, ``--rounds``, ``--projection-share`` (defaults: the
-  library's, from public quantities). Like perturbation it needs the points: duckdb
-  engine only. These options are refused with a method that is not the subspace one;
-  the coreset's ``--projection-dim`` and ``--region`` are refused with the subspace one.
+  ``--subspace-dim``, ``--cells``, ``--rounds``, ``--projection-share``,
+  ``--covariance`` (defaults: the library's, from public quantities). Like
+  perturbation it needs the points: duckdb engine only. These options are refused with
+  a method that is not the subspace one; the coreset's ``--projection-dim`` and
+  ``--region`` are refused with the subspace one.
 
 The files:
 
@@ -242,6 +243,11 @@ def _add_subspace_arguments(p: argparse.ArgumentParser) -> None:
                           metavar="SHARE",
                           help="share of the budget spent on the DP second moment, in "
                                "(0, 1) (default: 0.35 with --delta, 0.5 without)")
+    sub_opts.add_argument("--covariance", choices=("full", "diagonal"), default=None,
+                          help="each group's DP Gaussian: its whole second moment in the "
+                               "subspace (full) or its diagonal (default: the library's "
+                               "rule: full with one cell, no --delta and epsilon * n >= "
+                               "1500)")
 
 
 def _add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -282,7 +288,8 @@ SUBSPACE_OPTIONS = (("--basis", "basis", "basis"), ("--image-shape", "image_shap
                     ("--basis-dim", "basis_dim", "basis_dim"),
                     ("--subspace-dim", "subspace_dim", "subspace_dim"),
                     ("--cells", "cells", "cells"), ("--rounds", "rounds", "rounds"),
-                    ("--projection-share", "projection_share", "projection_share"))
+                    ("--projection-share", "projection_share", "projection_share"),
+                    ("--covariance", "covariance", "covariance"))
 
 
 def _subspace_options(args: argparse.Namespace, method: str, d: int) -> dict[str, Any]:
@@ -337,6 +344,8 @@ def _subspace_options(args: argparse.Namespace, method: str, d: int) -> dict[str
         if not 0 < share < 1:
             raise InvalidParameterError("--projection-share", share, "a number in (0, 1)")
         out["projection_share"] = share
+    if args.covariance is not None:
+        out["covariance"] = args.covariance == "full"
     return out
 
 
