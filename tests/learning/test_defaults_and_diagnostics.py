@@ -123,3 +123,48 @@ def test_library_use_matches_the_rule():
     assert trainer.clip == pytest.approx(d.clip) and trainer.M == 0.25
     trainer.train(callback=lambda rec: schedule.step())
     assert opt.param_groups[0]["lr"] < d.lr  # the linear schedule ran
+
+
+def _penalty_groups(minority_share: float, n: int = 2000):
+    from privot.learning.groups import fairness_groups
+
+    gen = np.random.default_rng(3)
+    a = (np.arange(n) < int(minority_share * n)).astype(int)
+    y = gen.integers(0, 2, n)
+    x = gen.normal(size=(n, 2)).astype(np.float32)
+    return fairness_groups(x, y, a, criterion="sp")
+
+
+@pytest.mark.parametrize("share,alpha,warns", [(0.1, 0.5, True), (0.4, 0.5, False),
+                                               (0.1, 0.0, False), (0.1, 0.1, False)])
+def test_penalty_dominating_the_sensitivity_is_warned_before_the_charge(share, alpha,
+                                                                        warns):
+    """The penalty-to-loss ratio of the sensitivity (public: batch sizes, C, M, L, alpha):
+    at the defaults' constants it is alpha/(1-alpha) n/n_min, above 5 a warning names the
+    remedies; the run is still charged and built (a warning, not a refusal)."""
+    import warnings
+
+    import torch
+
+    from fair_data import logistic_model
+    from privot.learning import make_private
+    from privot.learning.sensitivity import PENALTY_DOMINATES
+
+    groups = _penalty_groups(share)
+    model = logistic_model()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), groups,
+                         alpha=alpha, target_epsilon=1.0, target_delta=1e-6, steps=5,
+                         clip=0.5, M=0.25, L=0.25, rng=0)
+    ratio = t.sensitivity.penalty_to_loss
+    said = [w for w in caught if "fairness penalty" in str(w.message)]
+    assert bool(said) is warns, [str(w.message) for w in caught]
+    if alpha == 0:
+        assert ratio is None
+    else:  # 16 M L / (2 C) = 1 here: the ratio is alpha/(1-alpha) * N'/n'_min
+        n_min = round(0.2 * share * 2000)
+        expect = alpha / (1 - alpha) * round(0.2 * 2000 * (1 - share) + n_min) / n_min
+        assert ratio == pytest.approx(expect, rel=0.02)
+        assert (ratio > PENALTY_DOMINATES) is warns
+    assert t.privacy_report()["penalty_to_loss"] == ratio
