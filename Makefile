@@ -19,7 +19,7 @@ LATEST := .venv-latest
 TORCH  := torch==2.13.0
 DEMO_OUT ?= privot-demo
 
-.PHONY: demo test lint java bench clean test-latest lock
+.PHONY: demo test lint java bench bench-compare clean test-latest lock
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -86,6 +86,11 @@ lint: $(VENV)/.installed-all
 # Every benchmark script writes JSON + PNG under benchmarks/results/ (see benchmarks/README.md).
 bench: $(VENV)/.installed-all java
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+# One head-to-head table (issue 27): every comparison of benchmarks/compare/, the README's
+# performance table regenerated from benchmarks/results/compare.json.
+bench-compare: $(VENV)/.installed-all java
+	$(PY) benchmarks/bench_compare.py --readme
 
 clean:
 	rm -rf $(VENV) $(LATEST) $(DEMO_OUT) .pytest_cache .ruff_cache
