@@ -42,6 +42,8 @@ __all__ = ["Padded", "pad_groups", "batched_cost", "solve_entropic", "Scalings"]
 _ABSORB_LOG = 50.0
 #: How often (in iterations) the scalings are checked for absorption.
 _CHECK_EVERY = 10
+#: Smallest normal float64: kernel entries below it are flushed to zero (see _kernel).
+_TINY = np.finfo(np.float64).tiny
 
 
 class Padded:
@@ -104,7 +106,15 @@ def _kernel(f: np.ndarray, g: np.ndarray, cost: np.ndarray, eps: float) -> np.nd
     z = f[:, :, None] + g[:, None, :] - cost
     z /= eps
     with np.errstate(under="ignore"):
-        return np.exp(z, out=z)
+        np.exp(z, out=z)
+    # Flush subnormal entries (exp(z) for z in about [-745, -708]; ~1.6% of the kernel
+    # at reg=1e-3 on [0,1]^2) to zero: on CPUs without a fast subnormal path a mat-vec
+    # with them took 18 ms instead of 0.34 ms (issue 27). The results do not change: a
+    # term below ulp/2 of a row or column sum is absorbed exactly, and every row and
+    # column holds normal entries (the anchored kernel has a 1 in each); tests check
+    # the barycenter bit for bit against the unflushed kernel.
+    np.putmask(z, z < _TINY, 0.0)
+    return z
 
 
 def _anchor(g: np.ndarray, cost: np.ndarray, valid: np.ndarray

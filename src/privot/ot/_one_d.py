@@ -222,11 +222,33 @@ def w2_squared_1d(x: np.ndarray, y: np.ndarray, *, a: np.ndarray | None = None,
     float
         :math:`W_2^2 \\ge 0` (the same quantity as ``ot.wasserstein_1d(x, y, p=2)``).
     """
-    cp = quantile_coupling(x, y, a=a, b=b)
-    xs = np.asarray(x, dtype=np.float64).reshape(-1)
-    ys = np.asarray(y, dtype=np.float64).reshape(-1)
+    xs = check_samples_1d(x, "x")
+    ys = check_samples_1d(y, "y")
+    if a is None and b is None:
+        # value only: sorted values suffice, no stable argsort (issue 27: half the time)
+        return _w2_uniform_sorted(np.sort(xs), np.sort(ys))
+    cp = _coupling(xs, ys, a, b)
     diff = xs[cp.i] - ys[cp.j]
     return float(np.dot(cp.mass, diff * diff))
+
+
+def _w2_uniform_sorted(xs: np.ndarray, ys: np.ndarray) -> float:
+    """:math:`W_2^2` of two sorted samples ``(n,)``, ``(m,)`` with uniform weights.
+
+    The same pieces, masses and sum as the coupling path (:func:`quantile_coupling`
+    then the dot product), so the same float: the integer grid :math:`A_i = i m`,
+    :math:`B_j = j n` is merged as in :func:`rank_coupling`, whose ``searchsorted``
+    ranks are, on these grids, the integer divisions :math:`\\lceil t/m \\rceil - 1
+    = (t - 1) // m`. Sorted values equal the values gathered through a stable argsort
+    (tied points have equal values), so no argsort is needed.
+    """
+    n, m = xs.shape[0], ys.shape[0]
+    grid = _merge_sorted(np.arange(1, n + 1, dtype=np.int64) * m,
+                         np.arange(1, m + 1, dtype=np.int64) * n)  # all > 0
+    mass = np.diff(grid, prepend=grid.dtype.type(0)) / float(n * m)
+    grid -= 1
+    diff = xs[grid // m] - ys[grid // n]
+    return float(np.dot(mass, diff * diff))
 
 
 def w2_squared_1d_with_grad(x: np.ndarray, y: np.ndarray, *, a: np.ndarray | None = None,
