@@ -172,6 +172,40 @@ def test_threads_give_identical_results():
     np.testing.assert_allclose(whole.nu, one.nu, atol=1e-13, rtol=0)
 
 
+def test_blas_threads_rule_and_scope(monkeypatch):
+    """One BLAS thread for the products of a 20 x 20 grid, more only for large products
+    (shared among the workers); the limit holds inside the solve and is undone after."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    rule = entropic_module.blas_threads
+    cpus = entropic_module._usable_cpus()
+    work = entropic_module.BLAS_THREAD_WORK
+    assert rule(256, 400, 400) == max(1, min(cpus // 2, 256 * 400 * 400 // work))
+    assert rule(256, 400, 400) == 1 or cpus >= 4  # at most half the CPUs
+    assert rule(256, 1600, 1600) == max(1, min(cpus // 2, 256 * 1600 * 1600 // work))
+    assert rule(256, 1600, 1600, workers=cpus) == 1
+    assert rule(3, 400, 400) == 1
+
+    def blas() -> list[int]:
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"]
+
+    seen: list[int] = []
+    real = entropic_module._solve_chunk_scaling
+
+    def spy(*args, **kwargs):
+        seen.extend(blas())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(entropic_module, "_solve_chunk_scaling", spy)
+    pts = _grid(20, 20)
+    cost = cost_matrix(pts, pts)
+    before = blas()
+    wpm_entropic(_inputs(2, 400, 3), cost, np.full(400, 1 / 400), 2.0, lam=0.01 * cost.max(),
+                 tol=0.0, max_iter=3, kernel="dense")
+    assert seen and set(seen) == {1}
+    assert blas() == before
+
+
 def test_scaling_failure_falls_back_to_the_log_domain(monkeypatch):
     """Users whose linear-scale iterate leaves the float range are redone, each alone,
     in the log domain (here: every user)."""

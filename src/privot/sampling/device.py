@@ -71,10 +71,12 @@ __all__ = [
     "DeviceSample",
     "GridPolytope",
     "PolytopeViolationError",
+    "TableSampler",
     "draw_index",
     "grid_polytope",
     "max_likelihood_ratio",
     "private_sample",
+    "private_sample_cells",
     "ratio_at_most_exp",
     "snap_to_polytope",
     "verify_in_polytope",
@@ -641,6 +643,216 @@ def private_sample(nu: object, *, base_measure: object, epsilon: float,
         diff -= rows[start:stop]
         np.abs(diff, out=diff)
         shift = max(shift, float(diff.sum(axis=1).max()))
+    return DeviceSample(indices=out, cost=cost, relation=Neighbouring.LOCAL, secure=secure,
+                        bits=poly.bits, max_shift=shift)
+
+
+# ---------------------------------------------------------------------------------------
+# Users given by their cell (point-mass inputs)
+# ---------------------------------------------------------------------------------------
+
+#: Rows of a snapped table with at most this many entries off the row's majority value
+#: are searched by segments (:class:`TableSampler`); other tables by a blocked scan.
+_MAX_EXCEPTIONS = 4
+#: Leading bits of ``u`` drawn first by :meth:`TableSampler.draw_cells` (k-RR-like
+#: tables): they decide the index for all but about ``k_v / 2**16`` of the users.
+_PREFIX_BITS = 16
+
+
+class TableSampler:
+    """The snapped, verified weights of a public table of laws, for exact draws by row.
+
+    Row ``i`` of ``table`` is the law of every user whose input is row ``i`` (for a
+    mechanism: its channel row :math:`M[\\delta_i]`). The rows are snapped and verified
+    once (:func:`snap_to_polytope`: row-wise, so each row gets exactly the weights it
+    gets in any batch of :func:`private_sample`); :meth:`draw` then returns, for a
+    uniform ``u`` on ``[0, 2**b)``, ``#{j : c_j <= u}`` with ``c`` the cumulative
+    weights of the user's row, which is what :func:`private_sample` computes, without
+    the ``(n, k_v)`` rows.
+
+    *Search.* When every row equals a positive value ``A`` except at a few positions
+    ``p_1 < ... < p_e`` (k-RR: its own cell and the repaired one), the cumulative sums
+    are ``c_j = (j + 1) A + E_s`` on the segment ``[p_s, p_{s+1})`` with
+    ``E_s = sum_{t <= s} (w_{p_t} - A)``: the user's segment is the number of
+    breakpoints ``c_{p_s - 1} <= u`` and the count is
+    ``clip(floor((u - E_s) / A), p_s, p_{s+1})``, in integers (a few vector operations
+    per user). Otherwise: a scan of the cumulative rows, by blocks.
+
+    Parameters
+    ----------
+    table : (r, k_v) array
+        Laws (entries in ``[0, 1]``, rows summing to 1 within :data:`NU_ATOL`).
+    polytope : GridPolytope
+    """
+
+    def __init__(self, table: object, polytope: GridPolytope) -> None:
+        rows = _check_nu(table, polytope.k_v)
+        w = _snap(rows, polytope)
+        verify_in_polytope(w, polytope)
+        self.polytope = polytope
+        self.weights = w
+        self.cumulative = np.cumsum(w, axis=1)  # <= 2**b: exact
+        diff = w.astype(np.float64) * 2.0 ** -polytope.bits
+        diff -= rows
+        self.shift = np.abs(diff).sum(axis=1)  # per row, as private_sample's max_shift
+        self._segments = self._build_segments()
+        self._prefix = self._build_prefix()
+        for arr in (self.weights, self.cumulative, self.shift):
+            arr.setflags(write=False)
+
+    def _build_segments(self) -> tuple[np.ndarray, ...] | None:
+        w, cs = self.weights, self.cumulative
+        r, k_v = w.shape
+        base = np.sort(w, axis=1)[:, k_v // 2]  # the majority value, where there is one
+        off = w != base[:, None]
+        e = int(off.sum(axis=1).max(initial=0))
+        if e > _MAX_EXCEPTIONS or np.any(base <= 0) or e == 0:
+            return None
+        pos = np.argsort(~off, axis=1, kind="stable")[:, :e]  # exceptions, in order
+        real = np.take_along_axis(off, pos, axis=1)
+        pos = np.where(real, pos, k_v)
+        dev = np.where(real, np.take_along_axis(w, np.minimum(pos, k_v - 1), axis=1)
+                       - base[:, None], 0)
+        ecum = np.concatenate([np.zeros((r, 1), np.int64), np.cumsum(dev, axis=1)], axis=1)
+        before = np.take_along_axis(cs, np.clip(pos - 1, 0, k_v - 1), axis=1)
+        brk = np.where(pos == 0, 0, np.where(real, before, np.int64(self.polytope.total)))
+        lo = np.concatenate([np.zeros((r, 1), np.int64), pos], axis=1)
+        hi = np.concatenate([pos, np.full((r, 1), k_v, np.int64)], axis=1)
+        return (base, np.ascontiguousarray(brk.T), ecum.ravel(), lo.ravel(), hi.ravel())
+
+    def _build_prefix(self) -> tuple | None:
+        """Tables over the ``2**16`` prefixes ``h`` of ``u`` for rows equal to ``A`` but
+        at one position ``p`` (``A + D`` there; the same ``A`` and ``D`` in every row, as
+        k-RR and KPM on Dirac inputs). With ``J(x) = floor(x / A)`` the index of ``u`` is
+        ``J(u)`` if ``J(u) < p``, else ``max(p, J(u - D))`` (``c_j = (j + 1) A`` before
+        ``p``, ``(j + 1) A + D`` from it); it is non-decreasing in ``u``, so it is decided
+        by ``h`` when it is the same at both ends of ``[h 2**r, (h + 1) 2**r)``."""
+        seg, bits = self._segments, self.polytope.bits
+        if seg is None or seg[1].shape[0] != 1 or bits <= _PREFIX_BITS:
+            return None
+        base, _, ecum, lo, _ = seg
+        dev = ecum.reshape(base.size, 2)[:, 1]
+        pos = lo.reshape(base.size, 2)[:, 1]
+        k_v = self.polytope.k_v
+        if np.any(base != base[0]) or np.any(dev != dev[0]) or np.any(pos >= k_v):
+            return None
+        a, d, rest = int(base[0]), int(dev[0]), bits - _PREFIX_BITS
+        first = np.arange(1 << _PREFIX_BITS, dtype=np.int64) << rest
+        last = first + ((1 << rest) - 1)
+        small = np.int16 if k_v < 2**15 else np.int64  # small tables stay in the caches
+        j_first, jd_first = first // a, np.maximum((first - d) // a, -1)
+        # the prefixes where J(u) or J(u - D) is not constant: only there may the index
+        # depend on the other bits
+        moves = (j_first != last // a) | (jd_first != np.maximum((last - d) // a, -1))
+        return (a, d, rest, pos.astype(small), j_first.astype(small),
+                jd_first.astype(small), moves)
+
+    def draw_cells(self, src: BitSource, cells: np.ndarray) -> np.ndarray:
+        """``(n,)`` int64: one exact draw per user from its row ``cells[i]``.
+
+        Tables of the k-RR form (:meth:`_build_prefix`): the first 16 bits ``h`` of each
+        user's uniform ``u`` on ``[0, 2**b)``, then the other ``b - 16`` bits only for the
+        users whose prefix may leave the index open (``J`` or ``J(. - D)`` not constant
+        on it: about ``2 * 2**(b-16) / A`` of them). ``u = h 2**(b-16) + l`` with ``h``
+        and ``l`` independent and uniform is uniform, and the index is the same function
+        of ``u`` as in :func:`private_sample`: the law is exactly ``w / 2**b`` (the words
+        drawn differ). Other tables: one word per user, ``u`` as in
+        :func:`private_sample` (the same indices from the same bit source).
+        """
+        if self._prefix is None:
+            return self.draw(src.uniform_below(self.polytope.total, cells.size), cells)
+        a, d, rest, pos, j_first, jd_first, moves = self._prefix
+        h = src.bits(cells.size, _PREFIX_BITS)
+        p = pos[cells]
+        j = j_first[h]
+        out = np.where(j < p, j, np.maximum(p, jd_first[h])).astype(np.int64)
+        left = np.flatnonzero(moves[h])
+        if left.size:  # the rest of their u, and the index from all of it
+            u = h[left] << rest
+            u |= src.bits(left.size, rest)
+            pl = p[left].astype(np.int64)
+            jl = u // a
+            out[left] = np.where(jl < pl, jl, np.maximum(pl, (u - d) // a))
+        return out
+
+    def draw(self, u: np.ndarray, cells: np.ndarray) -> np.ndarray:
+        """``(n,)`` int64: ``#{j : c_{cells[i], j} <= u[i]}`` per user (exact integers)."""
+        if self._segments is None:
+            out = np.empty(cells.size, dtype=np.int64)
+            step = max(1, _BLOCK_ELEMENTS // self.polytope.k_v)
+            for a in range(0, cells.size, step):
+                cs = self.cumulative[cells[a:a + step]]
+                out[a:a + step] = np.count_nonzero(cs <= u[a:a + step, None], axis=1)
+            return out
+        base, brk, ecum, lo, hi = self._segments
+        seg = np.zeros(cells.size, dtype=np.int64)
+        for b in brk:  # breakpoints at or below u: the user's segment
+            seg += b[cells] <= u
+        key = cells * (brk.shape[0] + 1)
+        key += seg
+        j = u - ecum[key]
+        j //= base[cells]
+        return np.clip(j, lo[key], hi[key], out=j)
+
+
+def _check_cells(cells: object, r: int) -> np.ndarray:
+    arr = np.asarray(cells)
+    if arr.ndim != 1 or arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise InvalidDataError(
+            f"cells must be a 1-D integer array (one input cell per user), got dtype "
+            f"{arr.dtype} shape {arr.shape}")
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= r):
+        raise InvalidDataError(
+            f"cells must be in [0, {r}) (the input points); got range "
+            f"[{int(arr.min())}, {int(arr.max())}]")
+    return arr.astype(np.int64, copy=False)
+
+
+def private_sample_cells(sampler: TableSampler, cells: object, *,
+                         rng: np.random.Generator | BitSource | int | None = None,
+                         accountant: Spender | None = None) -> DeviceSample:
+    """One eps-LDP sample per user whose law is the row ``cells[u]`` of a public table:
+    exactly the law of :func:`private_sample` of ``table[cells]`` (the same certified
+    weights, drawn exactly), without those rows. From the same bit source, the same
+    indices too, except for tables of the k-RR form, whose draws read 16 bits per user
+    first (:meth:`TableSampler.draw_cells`: the same law, a fourth of the entropy).
+
+    Parameters
+    ----------
+    sampler : TableSampler
+        The snapped table (public; e.g. a mechanism's channel).
+    cells : (n,) int array
+        Each user's row (its input cell), in ``[0, r)``.
+    rng, accountant
+        As in :func:`private_sample` (charged ``epsilon`` once, before any draw).
+
+    Returns
+    -------
+    DeviceSample
+
+    Privacy
+    -------
+    As :func:`private_sample`: each user's law is a snapped row, verified on the
+    integers in the certified grid polytope, drawn exactly. Pure eps-LDP per user.
+    """
+    rng = check_rng(rng)
+    check_spender(accountant)
+    if not isinstance(sampler, TableSampler):
+        raise InvalidParameterError("sampler", sampler, "a TableSampler")
+    poly = sampler.polytope
+    idx = _check_cells(cells, sampler.weights.shape[0])
+    cost = PrivacyCost(poly.epsilon)
+    if accountant is not None:  # once, before anything is drawn
+        accountant.spend(cost, mechanism="ldp-sample", relation=Neighbouring.LOCAL,
+                         params={"bits": poly.bits, "k_v": poly.k_v, "users": idx.size})
+    src, secure = resolve_rng(rng)
+    out = sampler.draw_cells(src, idx)
+    if not idx.size:
+        shift = 0.0
+    elif sampler.shift.min() == sampler.shift.max():  # k-RR: every row moves alike
+        shift = float(sampler.shift[0])
+    else:  # the rows of the users present, as private_sample's maximum over its rows
+        shift = float(sampler.shift[np.bincount(idx, minlength=sampler.shift.size) > 0].max())
     return DeviceSample(indices=out, cost=cost, relation=Neighbouring.LOCAL, secure=secure,
                         bits=poly.bits, max_shift=shift)
 

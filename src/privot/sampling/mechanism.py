@@ -14,6 +14,9 @@ releases one index drawn from :math:`\nu`:
   polytope, verifies it on the integers and draws with the secure sampler
   (:func:`~privot.sampling.device.private_sample`): that is where privacy is enforced,
   whatever the floats did;
+* :meth:`SamplingMechanism.sample_cells` is :meth:`sample` for users given by their
+  input point (Dirac inputs, e.g. k-RR of each user's cell): each draws from its row of
+  the snapped channel, built once, without an ``(n, k)`` input;
 * :meth:`SamplingMechanism.channel` is the row :math:`M[\delta_i]` of every Dirac input
   (the worst case, Prop. B.2), for audits and for the linear population variant.
 
@@ -84,7 +87,13 @@ from privot.sampling.baselines import (
     krr,
 )
 from privot.sampling.cost import cost_matrix
-from privot.sampling.device import DeviceSample, private_sample
+from privot.sampling.device import (
+    DeviceSample,
+    TableSampler,
+    grid_polytope,
+    private_sample,
+    private_sample_cells,
+)
 from privot.sampling.wpm_entropic import wpm_entropic
 from privot.sampling.wpm_exact import wpm_exact
 
@@ -140,6 +149,47 @@ class SamplingMechanism:
         relation local, before anything is drawn)."""
         return private_sample(self.privatize(mu), base_measure=self.base_measure,
                               epsilon=self.epsilon, rng=rng, accountant=accountant)
+
+    def sample_cells(self, cells: object, *, rng: Any = None, accountant: Any = None
+                     ) -> DeviceSample:
+        r"""One eps-LDP output index per user whose input is one public point (the Dirac
+        :math:`\delta_i`), given by its index: :meth:`sample` of the one-hot rows,
+        without building the ``(n, k)`` rows.
+
+        The snapped channel (:meth:`channel`, public) is built once per mechanism and
+        each user draws from its own row with the secure sampler
+        (:func:`~privot.sampling.device.private_sample_cells`): for a mechanism that
+        treats rows independently (k-RR, KPM, the exact WPM, the exponential mechanism)
+        the same certified weights as :meth:`sample` on ``np.eye(k)[cells]``, drawn
+        exactly: the same law. A channel of the k-RR form (one entry per row off a
+        common value) reads 16 bits per user first and the rest only where they matter
+        (other indices from the same bit source, the same law); other channels read one
+        word per user, as :meth:`sample` (the same indices;
+        ``tests/sampling/test_sample_cells.py``).
+
+        Parameters
+        ----------
+        cells : (n,) int array
+            Each user's input point, in ``[0, k)`` (validated).
+        rng, accountant
+            As in :meth:`sample` (charged ``epsilon`` once, before anything is drawn).
+
+        Returns
+        -------
+        DeviceSample
+        """
+        return private_sample_cells(self._cell_sampler(), cells, rng=rng,
+                                    accountant=accountant)
+
+    def _cell_sampler(self) -> TableSampler:
+        """The snapped channel, cached for the public ``(epsilon, base_measure)``."""
+        key = (float(self.epsilon), np.asarray(self.base_measure, dtype=np.float64).tobytes())
+        cached = getattr(self, "_cells_cache", None)
+        if cached is None or cached[0] != key:
+            poly = grid_polytope(self.base_measure, epsilon=self.epsilon)
+            cached = (key, TableSampler(self.channel(), poly))
+            self._cells_cache = cached
+        return cached[1]
 
     def channel(self) -> np.ndarray:
         r"""``(k, k_v)``: row ``i`` is :math:`M[\delta_i]` (the Dirac inputs)."""

@@ -101,7 +101,8 @@ sorted solve, the banded or direct product, and what happens on a non-finite val
 (that user alone is redone in the log domain, or marked failed, ``on_failure``; no
 exception leaves a user's row). What may still change a user's bits in the last place:
 the chunk's size, which is public (the number of users and the chunk size fix it; BLAS
-may round a product over 256 rows and over 44 rows differently), and, with ``tol > 0``
+may round a product over 256 rows and over 44 rows differently), the BLAS threads
+(public too: :func:`blas_threads`), and, with ``tol > 0``
 (never on a release path), the chunk shrinking as other users converge. With
 ``tol = 0``, a user's ``nu`` is bit-identical whatever the other users of its chunk hold
 (``tests/sampling/test_wpm_entropic_fast.py``; issue 23).
@@ -140,7 +141,9 @@ per-user guarantee composes in parallel over users.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -162,6 +165,7 @@ from privot.sampling.polytope import SUM_ATOL, polytope_bounds, project_log
 
 __all__ = [
     "BAND",
+    "BLAS_THREAD_WORK",
     "ENTROPIC_KERNELS",
     "ENTROPIC_METHODS",
     "MAX_BAND_PAIRS",
@@ -171,6 +175,7 @@ __all__ = [
     "SCALING_MAX_LOG_RANGE",
     "SEPARABLE_RTOL",
     "WPMEntropicResult",
+    "blas_threads",
     "wpm_entropic",
 ]
 
@@ -188,6 +193,10 @@ MEMORY_BUDGET = 256 * 2**20
 #: iterate, :math:`2R + 2\\varepsilon + \\log(k\\,k_v\\,\\rho)`, is at most this
 #: (float64 normals reach :math:`e^{\\pm 708}`; module docstring).
 SCALING_MAX_LOG_RANGE = 680.0
+
+#: Multiply-adds of one kernel product per BLAS thread (:func:`blas_threads`): smaller
+#: products run on one thread.
+BLAS_THREAD_WORK = 1 << 23
 
 #: Users per chunk in the scaling domain (a chunk's iterates stay in the CPU caches).
 SCALING_CHUNK = 256
@@ -326,9 +335,9 @@ def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float,
         flops, in the scaling domain. ``"dense"``: never.
     n_jobs : int, default 1
         Worker threads, one chunk of users each (numpy and BLAS release the GIL; each
-        user's result does not depend on it). With ``n_jobs > 1`` limit the BLAS
-        library to one thread (e.g. ``OPENBLAS_NUM_THREADS=1``) to avoid
-        oversubscription.
+        user's result does not depend on it). The BLAS threads of the solve are
+        limited by :func:`blas_threads` (public sizes and CPUs: at most half the CPUs
+        among the workers), so workers and BLAS do not oversubscribe the CPUs.
     on_failure : {"raise", "flag"}, default "raise"
         A user whose iterate meets a non-finite value in both domains (a loud guard: the
         scaling domain's range bound and the log domain exclude it; never seen): raise
@@ -399,16 +408,79 @@ def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float,
                          out)
 
     starts = range(0, rows.shape[0], chunk)
-    if jobs > 1 and len(starts) > 1:  # chunks are independent; numpy and BLAS drop the GIL
-        with ThreadPoolExecutor(max_workers=min(jobs, len(starts))) as pool:
-            for _ in pool.map(solve, starts):
-                pass
-    else:
-        for start in starts:
-            solve(start)
+    workers = min(jobs, len(starts))
+    # BLAS threads per worker from public sizes and CPUs (blas_threads): the loop's
+    # products are small, and oversubscribed BLAS threads cost up to 6x
+    with _blas_limit(blas_threads(min(chunk, rows.shape[0]), k, kernels.cols.size,
+                                  workers)):
+        if workers > 1:  # chunks are independent; numpy and BLAS drop the GIL
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for _ in pool.map(solve, starts):
+                    pass
+        else:
+            for start in starts:
+                solve(start)
     used = "+".join(sorted(kernels.used)) or kernels.name
     return _result(out, rows, m, kernels.cols, reg, order, tolerance, used, single,
                    on_nonconvergence, on_failure)
+
+
+# ----------------------------------------------------------------------------- threads
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity API (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
+
+
+def blas_threads(chunk: int, k: int, k_v: int, workers: int = 1) -> int:
+    """BLAS threads per worker for the kernel products of one solve (public sizes only).
+
+    A product multiplies a ``(chunk, k_v)`` block by a ``(k_v, k)`` kernel (or back):
+    ``chunk * k * k_v`` multiply-adds. One thread per :data:`BLAS_THREAD_WORK` of them
+    (about half a millisecond of work: a smaller share costs more in synchronisation than
+    it saves), and at most half the usable CPUs (affinity mask) shared among the
+    ``workers`` (``n_jobs``) threads: a BLAS thread that waits for a descheduled sibling
+    spins, so threads on every core of a shared machine are oversubscribed by its other
+    load (measured: 6x slower than one thread on a busy 2-core VM); the other half
+    absorbs it. A 20 x 20 grid (256 users per chunk): one thread on 2 CPUs, 4 on 8 or
+    more.
+
+    Parameters
+    ----------
+    chunk, k, k_v : int
+        Users per chunk, input points, output columns of the kernel.
+    workers : int
+        Worker threads solving chunks at once.
+
+    Returns
+    -------
+    int
+        ``>= 1``.
+    """
+    spare = _usable_cpus() // (2 * max(1, workers))
+    return max(1, min(spare, (chunk * k * k_v) // BLAS_THREAD_WORK))
+
+
+_CONTROLLER: list = []  # a cached threadpoolctl controller (finding the libraries: ~10 ms)
+
+
+def _blas_limit(threads: int) -> contextlib.AbstractContextManager:
+    """Limit the BLAS libraries to ``threads`` threads within the block (threadpoolctl,
+    imported lazily; without it, or where it finds no BLAS, nothing is limited). The limit
+    is process-wide while the block runs (the libraries have no per-thread setting).
+    The thread count may change a product's last bits (OpenBLAS: 1 and 2 threads differ
+    on a 20 x 20 grid); it is a function of public sizes and the machine's CPUs, never of
+    the data or of the machine's load."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover (a dependency; only speed is lost)
+        return contextlib.nullcontext()
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=threads, user_api="blas")
 
 
 # ----------------------------------------------------------------------------- planning
@@ -489,7 +561,11 @@ def _separable_factors(c: np.ndarray, *, dense_cols: int | None = -1
         c4 = c.reshape(k1, k2, m1, m2)
         a = c4[:, 0, :, 0]
         b = c4[0, :, 0, :] - c4[0, 0, 0, 0]
-        if np.max(np.abs(c4[:, 1, :, 1] - a - b[1, 1])) > tol:  # cheap rejection
+        # cheap rejections (necessary conditions, so the decision is the full check's):
+        # a diagonal offset, and a cross one, which a translation-invariant non-separable
+        # cost (Euclidean p = 1) passes on the diagonal but not across
+        if (np.max(np.abs(c4[:, 1, :, 1] - a - b[1, 1])) > tol
+                or np.max(np.abs(c4[:, -1, :, 0] - a - b[-1, 0])) > tol):
             continue
         if np.max(np.abs(c4 - a[:, None, :, None] - b[None, :, None, :])) <= tol:
             return a, b
