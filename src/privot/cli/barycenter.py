@@ -469,12 +469,14 @@ def _release_options(args: argparse.Namespace) -> dict[str, Any]:
     method's options), every public choice checked before the data is read or anything
     is charged; refused by flag."""
     from privot._validation import check_epsilon, check_int
+
+    columns = list(args.columns)  # a list of >= 1 names (add_column_arguments)
+    # the light checks first: a refused epsilon or m costs numpy's import only
+    epsilon = check_epsilon(args.epsilon, "--epsilon")
+    m = check_int(args.m, "--m", minimum=1)
     from privot.barycenters import continental_us
     from privot.barycenters.api import choose_method
 
-    columns = list(args.columns)  # a list of >= 1 names (add_column_arguments)
-    epsilon = check_epsilon(args.epsilon, "--epsilon")
-    m = check_int(args.m, "--m", minimum=1)
     bounds = _bounds(args.bounds, args.ball, len(columns))
     if args.method == "perturbation" and args.delta is None:
         raise InvalidParameterError("--delta", None,
@@ -545,10 +547,10 @@ def _describe(args: argparse.Namespace, result: Any) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    options = _release_options(args)  # the public choices first, before the library
     from privot.barycenters import private_barycenter
     from privot.privacy.events import ApproxEvent, PureEvent
 
-    options = _release_options(args)
     bounds, m, epsilon = options["bounds"], options["m"], options["epsilon"]
     out = OutputFolder(args.output, command="barycenter", force=args.force,
                        publishable=PUBLISHABLE)

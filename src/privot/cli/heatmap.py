@@ -155,14 +155,17 @@ PUBLISHABLE = ("distribution.npy", "distribution.npz", "distribution.csv",
 
 
 def _run(args: argparse.Namespace) -> int:
-    from privot._usable import check_usable
     from privot._validation import check_epsilon
-    from privot.heatmaps import Grid, HeatmapParams, aggregate_user_cells, private_heatmap
+    from privot.grid import Grid
+
+    # the light checks first: a refused epsilon or grid costs numpy's import only
+    epsilon = check_epsilon(args.epsilon, "--epsilon")
+    grid = Grid(tuple(args.bounds), args.resolution, aspect=args.aspect)
+    from privot._usable import check_usable
+    from privot.heatmaps import HeatmapParams, aggregate_user_cells, private_heatmap
     from privot.heatmaps.memory import check_memory, parse_size
     from privot.privacy.events import PureEvent
 
-    epsilon = check_epsilon(args.epsilon, "--epsilon")
-    grid = Grid(tuple(args.bounds), args.resolution, aspect=args.aspect)
     max_memory = None if args.max_memory is None else parse_size(args.max_memory,
                                                                  "--max-memory")
     # before the data is read: the dense Delta x Delta arrays must fit

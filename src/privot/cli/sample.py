@@ -175,18 +175,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
 
-    from privot._usable import check_usable
     from privot._validation import check_epsilon, check_int
     from privot.grid import Grid
-    from privot.privacy.events import PureEvent
-    from privot.sampling import SampleParams, make_mechanism, user_cell_counts
-    from privot.sampling.population import sample_population
 
+    # the light checks first: a refused epsilon or grid costs numpy's import only
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     check_int(args.n_iter, "--n-iter", minimum=1)
     grid = Grid(tuple(args.bounds), check_int(args.resolution, "--resolution", minimum=1,
                                               maximum=64),
                 aspect=args.aspect, dyadic=False)
+    from privot._usable import check_usable
+    from privot.privacy.events import PureEvent
+    from privot.sampling import SampleParams, make_mechanism, user_cell_counts
+    from privot.sampling.population import sample_population
+
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     out = OutputFolder(args.output, command="sample", force=args.force,
                        publishable=PUBLISHABLE)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,19 @@ class DemoContext:
     rng: np.random.Generator | None
     quick: bool = False
     ledgers: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: The data sets read so far (:meth:`dataset`) and the seconds each read took.
+    datasets: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    load_seconds: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
+
+    def dataset(self, key: str, load: Callable[[], Any]) -> Any:
+        """``load()``, read once per run and shared by the sections that use data set
+        ``key`` (MNIST alone takes seconds to parse); its time in :attr:`load_seconds`.
+        The sections only read what it returns."""
+        if key not in self.datasets:
+            start = time.perf_counter()
+            self.datasets[key] = load()
+            self.load_seconds[key] = time.perf_counter() - start
+        return self.datasets[key]
 
     def ledger(self, key: str) -> Any:
         """The budget ledger of data set ``key`` (:data:`privot.demo.budget.LEDGERS`),

@@ -37,8 +37,10 @@ US_BOUNDS = ((-125.0, -66.0), (24.0, 50.0))
 MNIST_SHAPE = (28, 28)
 
 
-def sample_us_population(n: int, rng: np.random.Generator, *, by_region: bool = False):
-    """``n`` people per group, sampled without replacement from continental US places.
+def sample_us_population(n: int, rng: np.random.Generator, *, by_region: bool = False,
+                         places: Any = None):
+    """``n`` people per group, sampled without replacement from continental US places
+    (``places``: ``load_us_places(continental=True)`` if already read, else read here).
 
     Returns ``(groups, names, population_sizes)``: one group (``by_region=False``) or
     the four census regions, each an ``(n, 2)`` array of (longitude, latitude), and
@@ -47,7 +49,7 @@ def sample_us_population(n: int, rng: np.random.Generator, *, by_region: bool = 
     """
     from privot.datasets import US_CENSUS_REGIONS, load_us_places, sample_people
 
-    df = load_us_places(continental=True)
+    df = load_us_places(continental=True) if places is None else places
     xy = df[["longitude", "latitude"]].to_numpy(float)
     pop = df["population"].to_numpy(np.int64)
     if not by_region:
@@ -145,9 +147,8 @@ def _mnist_case(ctx: DemoContext, gen: np.random.Generator) -> tuple[dict[str, A
     from privot.evaluation.barycenters import evaluate_barycenter
     from privot.ot import free_support_barycenter
 
-    t0 = time.perf_counter()
-    X, _ = load_mnist(scale=True)
-    t_load = time.perf_counter() - t0
+    X, _ = ctx.dataset("mnist", lambda: load_mnist(scale=True))  # read once per run
+    t_load = ctx.load_seconds["mnist"]
     # quick mode: a data-independent subset (a uniform choice of rows, not of values)
     n = 1_000 if ctx.quick else len(X)
     images = X if n == len(X) else X[gen.choice(len(X), n, replace=False)]
@@ -246,14 +247,17 @@ def run(ctx: DemoContext) -> Section:
              "(sensitivity proved in docs/privacy/barycenters.md, section \"Noisy "
              "Lloyd steps on power cells\"). Costs are computed exactly on the raw "
              "sample, for comparison only."]
+    from privot.datasets import load_us_places
+
+    places = ctx.dataset("us_places", lambda: load_us_places(continental=True))
     n1 = 5_000 if ctx.quick else 10_000
-    groups, names, pops = sample_us_population(n1, gen)
+    groups, names, pops = sample_us_population(n1, gen, places=places)
     numbers["us"], md = _case(ctx, groups, names, pops, n=n1, epsilon=1.0, key="us",
                               title="Continental US population, k = 1")
     parts.append(md)
     if not ctx.quick:
         n4 = 2_500
-        groups, names, pops = sample_us_population(n4, gen, by_region=True)
+        groups, names, pops = sample_us_population(n4, gen, by_region=True, places=places)
         numbers["regions"], md = _case(ctx, groups, names, pops, n=n4, epsilon=1.0,
                                        key="regions",
                                        title="US census regions, k = 4")

@@ -68,7 +68,7 @@ def _dpsgd_calibration(ctx: DemoContext) -> tuple[dict[str, Any], str, str]:
 
     from privot.datasets import load_mnist
 
-    X, _ = load_mnist(scale=True)
+    X, _ = ctx.dataset("mnist", lambda: load_mnist(scale=True))
     n = int(X.shape[0])
     q = BATCH_SIZE / n
     epochs = STEPS * BATCH_SIZE / n

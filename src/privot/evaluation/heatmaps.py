@@ -93,10 +93,8 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import ot
 import scipy.sparse as sp
 from scipy.optimize import linprog
-from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
 
 from privot._validation import check_finite_array, check_int, check_positive
 from privot.errors import ConvergenceError, InvalidDataError, InvalidParameterError
@@ -356,6 +354,8 @@ def _tree_flow_cost(b: np.ndarray, delta: int, cx: float, cy: float, env: np.nda
     weight = np.where(support, 1.0, np.where(tight, 2.0, 3.0))
     n = delta * delta
     graph = sp.coo_array((weight, (u, v)), shape=(n, n)).tocsr()
+    from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree  # lazy
+
     tree = minimum_spanning_tree(graph)
     order, pred = breadth_first_order(tree, 0, directed=False, return_predecessors=True)
     if order.size != n:  # the grid graph is connected: cannot happen
@@ -418,6 +418,7 @@ def _solve_network_simplex(bplus: np.ndarray, bminus: np.ndarray, delta: int, cx
     cols = np.concatenate([nodes, v, u])
     costs = np.concatenate([np.zeros(n), w, w])  # the explicit zeros are the self arcs
     cost_matrix = sp.coo_array((costs, (rows, cols)), shape=(n, n))
+    import ot  # lazy: POT's package import loads torch and scikit-learn (~2-3 s)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the result code is checked below
         plan, log = ot.emd(a, d, cost_matrix, numItermax=max_iter, log=True,

@@ -26,7 +26,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import ot
 
 from privot._validation import check_finite_array, check_int
 from privot.errors import ConvergenceError, InvalidDataError, InvalidParameterError
@@ -62,6 +61,7 @@ def _check_rows(values: object, name: str, size: int, what: str) -> np.ndarray:
 
 def _cost_power(a: np.ndarray, b: np.ndarray, cost: np.ndarray, max_iter: int) -> float:
     """:math:`\\min_{\\gamma \\in \\Pi(a, b)} \\langle \\gamma, C \\rangle`, exact."""
+    import ot  # lazy: POT's package import loads torch and scikit-learn (~2-3 s)
     with warnings.catch_warnings():
         # the result code is checked below; POT's UserWarning would only duplicate it
         warnings.simplefilter("ignore", UserWarning)

@@ -45,7 +45,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import ot
 
 from privot._progress import progress_bar
 from privot._validation import check_int, check_positive
@@ -461,6 +460,7 @@ def _run_sinkhorn(clouds, weights, beta, start, b, p, eps, outer, inner, tol, hi
 
 
 def _run_pot(method, clouds, weights, beta, start, b, eps, outer, inner, tol):
+    import ot  # lazy: POT's package import loads torch and scikit-learn (~2-3 s)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if method == "pot-exact":

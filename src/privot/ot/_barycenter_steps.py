@@ -31,7 +31,6 @@ import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import ot
 from scipy.optimize import minimize
 
 from privot._validation import (
@@ -102,6 +101,7 @@ def exact_plan(a: np.ndarray, b: np.ndarray, cost: np.ndarray) -> np.ndarray:
     Budget :func:`~privot.ot._exact.plan_budget` ``(n, m)``.
     """
     cap = plan_budget(a.size, b.size)
+    import ot  # lazy: POT's package import loads torch and scikit-learn (~2-3 s)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         plan, log = ot.emd(a, b, cost, numItermax=cap, log=True)

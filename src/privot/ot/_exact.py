@@ -30,7 +30,6 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-import ot
 from scipy.spatial.distance import cdist
 
 from privot._validation import check_int
@@ -169,6 +168,7 @@ def wasserstein_distance(x: np.ndarray, y: np.ndarray, *, a: np.ndarray | None =
         The network simplex stopped at ``max_iter`` or reported an infeasible problem.
     """
     aa, bb, cost, pp, it = _prepare(x, y, a, b, p, metric, max_iter)
+    import ot  # lazy: POT's package import loads torch and scikit-learn (~2-3 s)
     with warnings.catch_warnings():
         # the result code is checked below; POT's UserWarning would only duplicate it
         warnings.simplefilter("ignore", UserWarning)
@@ -201,6 +201,7 @@ def optimal_plan(x: np.ndarray, y: np.ndarray, *, a: np.ndarray | None = None,
         As :func:`wasserstein_distance`.
     """
     aa, bb, cost, _, it = _prepare(x, y, a, b, p, metric, max_iter)
+    import ot  # lazy: POT's package import loads torch and scikit-learn (~2-3 s)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         plan, log = ot.emd(aa, bb, cost, numItermax=it, log=True)
@@ -293,6 +294,7 @@ def round_to_polytope(plan: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndar
 def budgeted_emd(a: np.ndarray, b: np.ndarray, cost: np.ndarray,
                  max_iter: int) -> BudgetedPlan:
     """Unvalidated :func:`budgeted_plan` on weights and a cost matrix (never raises)."""
+    import ot  # lazy: POT's package import loads torch and scikit-learn (~2-3 s)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         plan, log = ot.emd(a, b, cost, numItermax=int(max_iter), log=True)

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from privot._validation import check_delta, check_epsilon, check_int, check_probability
 from privot.errors import InvalidDataError
@@ -75,6 +74,8 @@ def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, f
     if k > n:
         raise InvalidDataError(f"successes={k} exceeds trials={n}")
     alpha = check_probability(alpha, "alpha", open_left=True, open_right=True)
+    from scipy import stats  # lazy: scipy.stats costs ~0.3 s on every release's import
+
     lower = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
     upper = 1.0 if k == n else float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
     return lower, upper

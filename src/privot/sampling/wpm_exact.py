@@ -76,7 +76,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-import ot
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
@@ -252,6 +251,7 @@ def _solve_network_simplex(mu: np.ndarray, c: np.ndarray, lower: np.ndarray,
         ext[kk, kv:] = 0.0  # D -> O_j: free slack
         a = np.append(mu_s, sigma)
     b = np.concatenate([l_s, u_s - l_s])
+    import ot  # lazy: POT's package import loads torch and scikit-learn (~2-3 s)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the result code is checked below
         gamma, log = ot.emd(a, b, ext, numItermax=max_iter, log=True)
