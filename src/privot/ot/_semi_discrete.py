@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from privot._threads import blas_limit
 from privot._validation import check_int
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.ot._exact import squared_euclidean
@@ -66,12 +67,17 @@ NEWTON_TOLERANCE = 1e-3
 def _soft(psi: np.ndarray, cost: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float
           ) -> tuple[float, np.ndarray]:
     """The semi-dual's value and the soft assignment (P, m) at ``psi``."""
-    z = (psi[None, :] - cost) / eps
-    top = z.max(axis=1, keepdims=True)
-    e = np.exp(z - top)
+    # the same operations in the same order as (psi - cost) / eps, exp(z - top), e / s,
+    # in one (P, m) buffer: the same bits, without four (P, m) temporaries per call
+    e = np.subtract(psi[None, :], cost)
+    e /= eps
+    top = e.max(axis=1, keepdims=True)
+    e -= top
+    np.exp(e, out=e)
     s = e.sum(axis=1, keepdims=True)
     value = -eps * (np.log(s[:, 0]) + top[:, 0])
-    return float(w @ value + b @ psi), e / s
+    e /= s
+    return float(w @ value + b @ psi), e
 
 
 def _hard_masses(psi: np.ndarray, cost: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -121,7 +127,12 @@ def power_diagram_weights(points: np.ndarray, weights: np.ndarray, atoms: np.nda
     # exponentials underflow by design and a caller may have made numpy raise on that;
     # the answer must not depend on the caller's error settings (release paths are total)
     try:
-        with np.errstate(all="ignore"):
+        # one BLAS thread: the Hessian's (m, P) x (P, m) product is small in its output and
+        # long in its reduction; with two OpenBLAS threads its last bits differed from
+        # one thread's (the weights depended on the core count), and on a busy 2-core
+        # machine the threads waited on each other (issue 27, m = 48, P = 10,000: 7-37 ms
+        # a product with two threads, 2.3 ms with one)
+        with np.errstate(all="ignore"), blas_limit(1):
             return _weights(x, weights, a, masses, tolerance, max_stages)
     except (FloatingPointError, np.linalg.LinAlgError):
         return np.zeros(m)

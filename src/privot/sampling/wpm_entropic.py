@@ -141,7 +141,6 @@ per-user guarantee composes in parallel over users.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import threading
@@ -152,6 +151,7 @@ from typing import Literal
 
 import numpy as np
 
+from privot._threads import blas_limit
 from privot._validation import check_int, check_nonnegative
 from privot.errors import ConvergenceError, InvalidParameterError
 from privot.sampling._checks import (
@@ -411,7 +411,7 @@ def wpm_entropic(mu: object, cost: object, base_measure: object, epsilon: float,
     workers = min(jobs, len(starts))
     # BLAS threads per worker from public sizes and CPUs (blas_threads): the loop's
     # products are small, and oversubscribed BLAS threads cost up to 6x
-    with _blas_limit(blas_threads(min(chunk, rows.shape[0]), k, kernels.cols.size,
+    with blas_limit(blas_threads(min(chunk, rows.shape[0]), k, kernels.cols.size,
                                   workers)):
         if workers > 1:  # chunks are independent; numpy and BLAS drop the GIL
             with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -462,25 +462,6 @@ def blas_threads(chunk: int, k: int, k_v: int, workers: int = 1) -> int:
     """
     spare = _usable_cpus() // (2 * max(1, workers))
     return max(1, min(spare, (chunk * k * k_v) // BLAS_THREAD_WORK))
-
-
-_CONTROLLER: list = []  # a cached threadpoolctl controller (finding the libraries: ~10 ms)
-
-
-def _blas_limit(threads: int) -> contextlib.AbstractContextManager:
-    """Limit the BLAS libraries to ``threads`` threads within the block (threadpoolctl,
-    imported lazily; without it, or where it finds no BLAS, nothing is limited). The limit
-    is process-wide while the block runs (the libraries have no per-thread setting).
-    The thread count may change a product's last bits (OpenBLAS: 1 and 2 threads differ
-    on a 20 x 20 grid); it is a function of public sizes and the machine's CPUs, never of
-    the data or of the machine's load."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover (a dependency; only speed is lost)
-        return contextlib.nullcontext()
-    if not _CONTROLLER:
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=threads, user_api="blas")
 
 
 # ----------------------------------------------------------------------------- planning
