@@ -42,6 +42,12 @@ engine, thread count and partitioning**, and equal to what the in-memory
 :func:`~privot.heatmaps.aggregate.fixed_point_digits`). What reaches the driver is one
 row per occupied cell (at most :math:`\Delta^2`, no user ids) and one row of totals.
 
+Cost: nearly all of the step is the group-by over (user, cell) pairs, which the exact
+digits need (:math:`\lfloor 2^{96} k/n \rfloor` is not linear in :math:`k`, so the
+counts :math:`k_{u,c}` cannot be replaced by per-point weights :math:`1/n_u`). The
+digits, the three wide sums and the totals row add a few percent to the same plan run
+in float arithmetic (``benchmarks/compare/heatmap.py``).
+
 The cell assignment performs the float64 operations of
 :meth:`privot.grid.Grid.assign`, in the engine's IEEE double arithmetic:
 ``col = min(floor((x - x_min) / cell_width), Delta - 1)`` (same for rows with ``y``),
