@@ -14,9 +14,9 @@ axis, goals marked), and with ``--readme`` rewrites the README's performance tab
 (between ``<!-- compare:start -->`` and ``<!-- compare:end -->``) from the JSON.
 
 Run: ``make bench-compare`` or ``python benchmarks/bench_compare.py`` (``--quick`` for
-smaller workloads, ``--only TOPIC[.CASE]`` to run some, ``--readme`` to regenerate the
-table from the last JSON without running anything when given alone with
-``--table-only``).
+smaller workloads, ``--only TOPIC[.CASE]`` to run some: their rows replace theirs in
+the JSON, the others are kept; ``--readme --table-only`` regenerates the table from the
+last JSON without running anything).
 """
 
 from __future__ import annotations
@@ -174,6 +174,11 @@ def main() -> None:
                   f"{_seconds(row['median_peer_s'])}: ratio {row['ratio']:.2f}{goal}",
                   flush=True)
     doc["meta"]["load_end"] = load()
+    if args.only and path.exists():  # a partial run updates its cases, keeps the others
+        rerun = {r["name"] for r in doc["cases"]}
+        kept = [r for r in json.loads(path.read_text())["cases"] if r["name"] not in rerun]
+        doc["cases"] = sorted(kept + doc["cases"], key=lambda r: r["name"])
+        doc["meta"]["partial"] = sorted(args.only)
     path.write_text(json.dumps(doc, indent=1, default=str))
     plot(doc["cases"], path.with_suffix(".png"))
     print(f"wrote {path} and {path.with_suffix('.png')}")

@@ -121,3 +121,34 @@ code = [round(w, 12), torch_backend == has_torch,
     result = _loaded(body, ("ot",))
     assert result["code"] == [1.0, True, True]
     assert result["loaded"] == ["ot"]  # the solve loaded POT, on demand
+
+
+_CONSOLE = """
+import sys
+saved = sys.argv
+sys.argv = ["privot", *saved[2:]]  # as the executable sees them
+from privot.cli.main import console
+code = console()
+sys.argv = saved
+"""
+
+
+@pytest.mark.parametrize("command", ["barycenter", "sample"])
+def test_the_barycenter_and_sample_commands_load_no_torch(command, tmp_path):
+    """The ``privot`` executable (:func:`privot.cli.main.console`) switches POT's array
+    backends off for the commands that never use them: a release that solves with POT's
+    exact solver still loads no torch. ``main()`` in-process changes nothing (above)."""
+    pytest.importorskip("duckdb")
+    csv = tmp_path / "in.csv"
+    csv.write_text("user_id,longitude,latitude,x,y,grp\n"
+                   + "".join(f"{i},{(i % 10) / 10 + 0.05},{(i % 3) / 3 + 0.1},"
+                             f"{(i % 10) / 10 + 0.05},{(i % 7) / 7 + 0.1},{'ab'[i % 2]}\n"
+                             for i in range(80)))
+    common = ["--bounds", "0", "1", "0", "1", "--epsilon", "1", "--seed", "1", "--quiet",
+              "-o", str(tmp_path / "out")]
+    argv = ([command, str(csv), "--columns", "x,y", "--group-column", "grp", "--m", "4",
+             "--method", "coreset"] if command == "barycenter"
+            else [command, str(csv), "--resolution", "4"]) + common
+    result = _loaded(_CONSOLE, ("ot", "torch"), *argv)
+    assert result["code"] == 0 and (tmp_path / "out" / "release.json").exists()
+    assert result["loaded"] == ["ot"]  # POT's exact solver ran, without torch

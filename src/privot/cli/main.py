@@ -27,7 +27,7 @@ from privot import __version__
 from privot.cli._common import DryRunDone
 from privot.errors import PrivotError
 
-__all__ = ["SUBCOMMANDS", "build_parser", "main"]
+__all__ = ["SUBCOMMANDS", "build_parser", "console", "main"]
 
 #: Modules that each define ``register(subparsers)``; a capability adds its own here.
 SUBCOMMANDS: tuple[str, ...] = (
@@ -70,6 +70,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands whose process never needs an array backend of POT (torch, JAX, TensorFlow,
+#: CuPy): :func:`console` keeps POT from importing them (about 1-3 s of torch import).
+NO_ARRAY_BACKENDS = ("heatmap", "barycenter", "sample")
+#: POT's switches (read once, when POT is first imported).
+POT_BACKEND_SWITCHES = ("POT_BACKEND_DISABLE_PYTORCH", "POT_BACKEND_DISABLE_JAX",
+                        "POT_BACKEND_DISABLE_TENSORFLOW", "POT_BACKEND_DISABLE_CUPY")
+
+
+def console() -> int:
+    """The ``privot`` executable: :func:`main` in a process of its own.
+
+    For the commands of :data:`NO_ARRAY_BACKENDS` the process is ours alone, so POT's
+    array backends are switched off (its documented environment variables, unless the
+    caller set them) before POT is imported: POT's exact solvers then load neither torch
+    nor the other array libraries, which these commands never use. :func:`main` called
+    in-process (tests, notebooks) changes nothing: a library user's POT keeps its
+    backends.
+    """
+    import os
+
+    command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+    if command in NO_ARRAY_BACKENDS and "ot" not in sys.modules:
+        for key in POT_BACKEND_SWITCHES:
+            os.environ.setdefault(key, "1")
+    return main()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
@@ -91,4 +118,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(console())
