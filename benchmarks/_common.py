@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-__all__ = ["git_state", "t_interval"]
+__all__ = ["git_state", "mlp", "t_interval"]
 
 
 def t_interval(values: list[float]) -> dict:
@@ -36,3 +36,16 @@ def git_state() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")
+
+
+def mlp(widths, seed: int):  # noqa: ANN001, ANN201
+    """A seeded torch MLP: Linear + ReLU layers of ``widths``, a sigmoid output of 1
+    (torch imported here, lazily)."""
+    import torch
+
+    torch.manual_seed(seed)
+    layers = []
+    for a, b in zip(widths[:-1], widths[1:], strict=True):
+        layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
+    layers += [torch.nn.Linear(widths[-1], 1), torch.nn.Sigmoid()]
+    return torch.nn.Sequential(*layers)

@@ -119,7 +119,7 @@ def table(doc: dict) -> str:
             f"<= {r['goal']:g} " + ("met" if r["met"] else "**missed**"))
         lines.append(f"| {r['name']} | {r['workload']} | {r['peer']} | "
                      f"{_seconds(r['median_privot_s'])} | {_seconds(r['median_peer_s'])} | "
-                     f"{r['ratio']:.2f}x | {goal} |")
+                     f"{r['ratio']:.3g}x | {goal} |")
     lines.append(END)
     return "\n".join(lines)
 
@@ -171,7 +171,7 @@ def main() -> None:
             goal = "" if row["goal"] is None else f" (goal <= {row['goal']:g}: " + (
                 "met)" if row["met"] else "MISSED)")
             print(f"   privot {_seconds(row['median_privot_s'])}, {case.peer} "
-                  f"{_seconds(row['median_peer_s'])}: ratio {row['ratio']:.2f}{goal}",
+                  f"{_seconds(row['median_peer_s'])}: ratio {row['ratio']:.3g}{goal}",
                   flush=True)
     doc["meta"]["load_end"] = load()
     if args.only and path.exists():  # a partial run updates its cases, keeps the others

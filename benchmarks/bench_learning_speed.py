@@ -64,7 +64,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from _common import git_state  # noqa: E402
+from _common import git_state, mlp  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SEED = 20_250_601
@@ -83,17 +83,6 @@ warnings.filterwarnings("ignore", message="Full backward hook is firing")
 
 def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
-
-
-def mlp(widths, seed: int):
-    import torch
-
-    torch.manual_seed(seed)
-    layers = []
-    for a, b in zip(widths[:-1], widths[1:], strict=True):
-        layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
-    layers += [torch.nn.Linear(widths[-1], 1), torch.nn.Sigmoid()]
-    return torch.nn.Sequential(*layers)
 
 
 def adult():

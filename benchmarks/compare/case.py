@@ -9,9 +9,12 @@ the median of each and their ratio ``privot / peer`` (below 1: privot is faster)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 
 @dataclass
@@ -54,3 +57,20 @@ class Case:
     repeats: int = 3
     note: str = ""
     extra: dict = field(default_factory=dict)
+
+
+def keep_rate_check(cells: np.ndarray, keep: float) -> Callable[[Any, Any], dict]:
+    """A k-RR agreement check: both outputs keep the true cell at the rate ``keep``
+    (within 6 binomial standard errors; false alarm below 1e-8 per contender)."""
+    n = len(cells)
+
+    def check(a: Any, b: Any) -> dict:
+        rates = {"keep_privot": float(np.mean(np.asarray(a) == cells)),
+                 "keep_peer": float(np.mean(np.asarray(b) == cells))}
+        sd = math.sqrt(keep * (1 - keep) / n)
+        for who, rate in rates.items():
+            if abs(rate - keep) > 6 * sd:
+                raise AssertionError(f"{who} keeps {rate:.4f}, k-RR keeps {keep:.4f}")
+        return {**rates, "keep_exact": keep}
+
+    return check

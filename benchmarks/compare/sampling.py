@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from compare.case import Case
+from compare.case import Case, keep_rate_check
 
 SIDE = 20  # a 20 x 20 grid: k = k_v = 400 cells
 EPS_WPM, LAM_REL, N_ITER = 2.0, 0.01, 40  # the release path's defaults (n_iter = 40)
@@ -98,13 +98,7 @@ def _krr_case(quick: bool) -> Case:
         other += other >= cells  # a uniform other cell
         return np.where(kept, cells, other)
 
-    def check(a, b) -> dict:
-        rates = {"keep_privot": float(np.mean(a == cells)), "keep_peer": float(np.mean(b == cells))}
-        sd = math.sqrt(keep * (1 - keep) / n)
-        for who, rate in rates.items():
-            if abs(rate - keep) > 6 * sd:
-                raise AssertionError(f"{who} keeps {rate:.4f}, k-RR keeps {keep:.4f}")
-        return {**rates, "keep_exact": keep}
+    check = keep_rate_check(cells, keep)
 
     return Case(name="sampling.krr_sample",
                 workload=f"k-RR, {n:,} users given by their cell, k = {k}, eps = {EPS_KRR:g}",
