@@ -10,7 +10,8 @@ the best w-sparse approximation of a heatmap) is named in ``not_covered``, never
 
 One shape for the four capabilities: :class:`ErrorStatement`, written into
 ``release.json`` under ``"error"`` (:meth:`ErrorStatement.to_dict`) and held by each
-result object as ``result.error``. The derivations live in ``docs/errors/``. (Not :mod:`privot.errors`, which holds the exceptions.)
+result object as ``result.error``. The derivations live in ``docs/errors/``. (Not
+:mod:`privot.errors`, which holds the exceptions.)
 
 Privacy
 -------
