@@ -12,6 +12,8 @@
   :class:`PredicateRegion`, :func:`continental_us`;
 * output perturbation pieces: :func:`output_perturbation`, :func:`recommended_splits`,
   :func:`paper_sigma`;
+* the error a release will have, from its public parameters (issue 28):
+  :func:`barycenter_error` (``result.error``; ``docs/errors/barycenters.md``);
 * evaluation and figures: :func:`evaluate_barycenter`, :func:`barycenter_w2`,
   :func:`plot_barycenters`.
 
@@ -21,6 +23,7 @@ Privacy analysis: ``docs/privacy/barycenters.md``.
 from privot.barycenters.api import METHODS, default_projection_dim, private_barycenter
 from privot.barycenters.coresets import PrivateCoreset, private_coreset
 from privot.barycenters.engine_step import CoresetLeafCounts, coreset_leaf_counts
+from privot.barycenters.error import barycenter_error
 from privot.barycenters.geometry import PublicBounds
 from privot.barycenters.params import (
     BarycenterParams,
@@ -53,6 +56,7 @@ __all__ = [
     "PublicBounds",
     "Region",
     "SubspaceOptions",
+    "barycenter_error",
     "barycenter_w2",
     "continental_us",
     "coreset_leaf_counts",

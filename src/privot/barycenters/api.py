@@ -37,13 +37,15 @@ from privot.barycenters.method_perturbation import (
     run_perturbation,
 )
 from privot.barycenters.method_subspace import run_subspace
-from privot.barycenters.params import (
+from privot.barycenters.params import (  # AUTO_CORESET_MAX_DIM, choose_method: re-exported
+    AUTO_CORESET_MAX_DIM,
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_ATOMS,
     DEFAULT_MAX_PLACED,
     METHODS,
     PERTURBATION_STEPS,
     BarycenterParams,
+    choose_method,
 )
 from privot.barycenters.release import (
     DEFAULT_ATOMS_POLISH,
@@ -61,25 +63,9 @@ __all__ = ["AUTO_CORESET_MAX_DIM", "DEFAULT_ANCHOR_FRACTION", "DEFAULT_ATOMS_POL
            "PERTURBATION_STEPS", "BarycenterParams", "choose_method", "default_projection_dim",
            "private_barycenter", "release_event"]
 
-#: ``method="auto"`` runs the coreset in at most this many dimensions and the subspace
-#: method above (public: ``d``). Measured: the coreset keeps 1.03x the non-private cost on
-#: the US maps (d = 2) and carries little signal from d = 3 on (benchmarks/README.md,
-#: "Barycenters in high dimension").
-AUTO_CORESET_MAX_DIM = 2
-
 #: One function per method: ``run(groups, params, settings) -> BarycenterResult``.
 RUNNERS: dict[str, Callable[[Groups, BarycenterParams, RunSettings], BarycenterResult]] = {
     "coreset": run_coreset, "perturbation": run_perturbation, "subspace": run_subspace}
-
-
-def choose_method(d: int) -> str:
-    """What ``method="auto"`` runs for data in ``d`` dimensions (a public rule).
-
-    ``"coreset"`` (paper 000 Alg. 2) for ``d <= AUTO_CORESET_MAX_DIM``, ``"subspace"``
-    above it (measured again in issue 26 on public tables of 7 and 8 columns, where the
-    subspace method beat the coreset in every setting; docs/barycenters_defaults.md).
-    """
-    return "coreset" if d <= AUTO_CORESET_MAX_DIM else "subspace"
 
 
 def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any,

@@ -36,6 +36,7 @@ from privot.barycenters.coresets import (
     default_depth,
     private_coreset,
 )
+from privot.barycenters.error import method_unstated
 from privot.barycenters.geometry import PublicBounds
 from privot.barycenters.inputs import Groups
 from privot.barycenters.params import DEFAULT_MAX_PLACED, BarycenterParams, changed_fields
@@ -248,6 +249,7 @@ def run_coreset(groups: Groups, params: BarycenterParams, settings: RunSettings
     warn_unused(changed_fields(params.perturbation),
                 "options of method='perturbation' (this release runs method='coreset')")
     release = start_release(groups, params, "coreset", 0.0, settings)
+    release.error = method_unstated("coreset")  # public parameters only, before the charge
     release.charge(release_event("coreset", release.sample))
     record = release.record()
     started = time.perf_counter()

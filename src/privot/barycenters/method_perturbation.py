@@ -33,6 +33,7 @@ import numpy as np
 
 from privot._progress import progress_bar
 from privot._validation import check_delta, check_int
+from privot.barycenters.error import method_unstated
 from privot.barycenters.inputs import Groups
 from privot.barycenters.lloyd_perturbation import LloydPlan, lloyd_perturbation, plan_lloyd
 from privot.barycenters.method_coreset import (
@@ -194,6 +195,7 @@ def run_perturbation(groups: Groups, params: BarycenterParams, settings: RunSett
     delta = _check(groups, params)
     release = start_release(groups, params, "perturbation", delta, settings)
     plan = _plan(release)
+    release.error = method_unstated("perturbation")  # public only, before the charge
     release.charge(release_event("perturbation", release.sample, plan.anchor_epsilon))
     record = release.record()
     started = time.perf_counter()

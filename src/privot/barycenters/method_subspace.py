@@ -21,6 +21,7 @@ import numpy as np
 
 from privot._progress import progress_bar
 from privot._validation import check_delta
+from privot.barycenters.error import subspace_statement
 from privot.barycenters.inputs import Groups
 from privot.barycenters.method_coreset import repeated_to
 from privot.barycenters.params import BarycenterParams, changed_fields
@@ -97,6 +98,10 @@ def run_subspace(groups: Groups, params: BarycenterParams, settings: RunSettings
                          complement_mean=opts.complement_mean,
                          covariance=None if opts.covariance is None
                          else bool(opts.covariance))
+    # the error statement (issue 28): public parameters only, before the charge
+    release.error = subspace_statement(plan, sizes=groups.sizes, beta=groups.beta,
+                                       bounds_scale=groups.bounds.scale,
+                                       identity_basis=basis is None)
     release.charge(plan.event, mu=plan.mu)
     record = release.record()
     for unused in ("placement", "max_atoms"):  # the coreset's, not this method's

@@ -50,9 +50,10 @@ from privot.barycenters.perturbation import CALIBRATIONS
 from privot.errors import InvalidParameterError
 from privot.ot import BARYCENTER_METHODS
 
-__all__ = ["DEFAULT_ITERATIONS", "DEFAULT_MAX_ATOMS", "DEFAULT_MAX_PLACED", "METHODS",
-           "PERTURBATION_STEPS", "BarycenterParams", "CoresetOptions", "PerturbationOptions",
-           "SubspaceOptions", "changed_fields"]
+__all__ = ["AUTO_CORESET_MAX_DIM", "DEFAULT_ITERATIONS", "DEFAULT_MAX_ATOMS",
+           "DEFAULT_MAX_PLACED", "METHODS", "PERTURBATION_STEPS", "BarycenterParams",
+           "CoresetOptions", "PerturbationOptions", "SubspaceOptions", "changed_fields",
+           "choose_method"]
 
 METHODS = ("auto", "coreset", "perturbation", "subspace")
 #: The released statistics of ``method="perturbation"``.
@@ -122,6 +123,23 @@ def _unit_interval(value: object, name: str) -> None:
     if not (isinstance(value, (int, float, np.floating)) and not isinstance(value, bool)
             and 0 < value < 1):
         raise InvalidParameterError(name, value, "a number in (0, 1)")
+
+
+#: ``method="auto"`` runs the coreset in at most this many dimensions and the subspace
+#: method above (public: ``d``). Measured: the coreset keeps 1.03x the non-private cost on
+#: the US maps (d = 2) and carries little signal from d = 3 on (benchmarks/README.md,
+#: "Barycenters in high dimension").
+AUTO_CORESET_MAX_DIM = 2
+
+
+def choose_method(d: int) -> str:
+    """What ``method="auto"`` runs for data in ``d`` dimensions (a public rule).
+
+    ``"coreset"`` (paper 000 Alg. 2) for ``d <= AUTO_CORESET_MAX_DIM``, ``"subspace"``
+    above it (measured again in issue 26 on public tables of 7 and 8 columns, where the
+    subspace method beat the coreset in every setting; docs/barycenters_defaults.md).
+    """
+    return "coreset" if d <= AUTO_CORESET_MAX_DIM else "subspace"
 
 
 @dataclass(frozen=True, repr=False)

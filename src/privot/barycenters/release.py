@@ -29,6 +29,7 @@ import numpy as np
 from privot.barycenters.inputs import Groups, Rows, usable_rows_of
 from privot.barycenters.params import BarycenterParams
 from privot.barycenters.result import BarycenterResult, distinct_atoms
+from privot.error_bounds import ErrorStatement
 from privot.errors import InvalidParameterError
 from privot.privacy import accounting
 from privot.privacy.events import ComposedEvent, GaussianEvent, PrivacyEvent, PureEvent
@@ -144,6 +145,9 @@ class Release:
     sample: PrivacyCost
     gen: np.random.Generator | None
     settings: RunSettings
+    #: The error statement (issue 28), set by the method from public parameters before
+    #: :meth:`charge`; carried into the result by :meth:`finish`.
+    error: ErrorStatement | None = None
 
     @property
     def m(self) -> int:
@@ -206,7 +210,7 @@ class Release:
             cost=PrivacyCost(self.params.epsilon, self.delta), sample_cost=self.sample,
             relation=Neighbouring.REPLACE_ONE_IN_GROUP, secure=secure, bounds=bounds,
             n_clipped=tuple(self.rows.n_outside), n_unusable=tuple(self.rows.n_unusable),
-            params=record, diagnostics=diagnostics)
+            params=record, diagnostics=diagnostics, error=self.error)
 
 
 def warn_degenerate(support: np.ndarray, m: int, method: str) -> None:

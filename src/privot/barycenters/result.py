@@ -30,6 +30,7 @@ from privot._result import (
     write_release,
 )
 from privot.barycenters.geometry import PublicBounds
+from privot.error_bounds import ErrorStatement
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.privacy.types import Neighbouring, PrivacyCost
 
@@ -123,6 +124,7 @@ class BarycenterResult(ReleaseResult):
     params: dict[str, Any] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
     n_unusable: tuple[int, ...] = ()
+    error: ErrorStatement | None = None
 
     @property
     def epsilon(self) -> float:
@@ -186,6 +188,8 @@ class BarycenterResult(ReleaseResult):
                        "upper": self.bounds.upper.tolist()},
             "params": self.params,
         }
+        if self.error is not None:  # public parameters only, stated before the charge
+            out["error"] = self.error.to_dict()
         if self.degenerate:  # only then, so the files of a full release keep their bytes
             out["degenerate"] = {"distinct_atoms": self.distinct_atoms, "m": self.m,
                                  "note": "fewer distinct support points than m: the "

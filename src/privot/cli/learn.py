@@ -716,8 +716,20 @@ def _summary(args: argparse.Namespace, opts: _Options, result) -> str:
             f"{p['sampling_rate']:.4g}: epsilon = {p['epsilon']:.4g} (PLD upper bound; "
             f"paper's GDP-CLT figure {p['epsilon_paper_gdp_clt']:.4g}), delta = "
             f"{p['delta']:.3g}, sigma = {p['noise_multiplier']:.4g} (unit = one record of "
-            "one group; group sizes public)"
+            "one group; group sizes public)" + _error_clause(result)
             + ("" if result.secure else "; SEEDED: not for publication"))
+
+
+def _error_clause(result) -> str:
+    """The run's error statement (public, stated before the charge), or nothing."""
+    st = getattr(result, "error", None)
+    if st is None:
+        return ""
+    ratio = st.details.get("noise_to_signal_at_least")
+    return (f"; each step's noise: norm <= {st.bound:.4g} with probability "
+            f"{st.confidence:g}" + ("" if ratio is None else
+                                    f", noise-to-signal >= {ratio:.3g}")
+            + " (release.json error)")
 
 
 def _print_metrics(metrics: dict, split: str) -> None:

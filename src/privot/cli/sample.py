@@ -243,6 +243,8 @@ def _run(args: argparse.Namespace) -> int:
           f"epsilon = {epsilon:g} local DP (unit = one user's distribution; mechanism "
           f"{args.mechanism}, {args.variant})"
           + ("" if released.secure else "; SEEDED: not for publication"))
+    if released.error is not None:  # public parameters only (release.json "error")
+        say(f"privot sample: error stated before the release: {released.error}")
     say(out.listing())
     if ledger is not None:
         say(ledger_summary(ledger))

@@ -98,7 +98,7 @@ from scipy.optimize import linprog
 
 from privot._validation import check_finite_array, check_int, check_positive
 from privot.errors import ConvergenceError, InvalidDataError, InvalidParameterError
-from privot.grid import Grid
+from privot.grid import EARTH_MEAN_RADIUS_M, Grid, latlon_cell_metres
 
 __all__ = [
     "KL_EPS",
@@ -117,9 +117,6 @@ __all__ = [
 #: Smoothing constant of :func:`kl_divergence`: MATLAB's ``eps`` (2^-52), the value of
 #: the MIT/Tuebingen saliency benchmark code of [BJO+19].
 KL_EPS = float(np.finfo(np.float64).eps)
-
-#: Mean Earth radius :math:`R_1 = (2a + b)/3` of the WGS84 ellipsoid, in metres.
-EARTH_MEAN_RADIUS_M = 6_371_008.8
 
 #: Solvers accepted by :func:`grid_emd` (``"auto"`` picks the first available).
 GRID_EMD_METHODS = ("auto", "network-simplex", "highs")
@@ -586,66 +583,6 @@ def grid_emd(p: np.ndarray, q: np.ndarray, *, cell: tuple[float, float] | None =
 
 
 # -- metres on latitude/longitude grids -----------------------------------------------------
-
-
-def latlon_cell_metres(grid: Grid) -> tuple[float, float]:
-    r"""Cell width and height in metres of a longitude/latitude grid (equirectangular).
-
-    With ``x`` = longitude and ``y`` = latitude in degrees, and :math:`\varphi_m` the
-    latitude of the middle of the grid's extent,
-
-    .. math::
-
-        h = R\,\Delta\varphi, \qquad w = R \cos\varphi_m\,\Delta\lambda ,
-        \qquad R = 6\,371\,008.8\ \mathrm{m}\ \text{(WGS84 mean radius)},
-
-    with :math:`\Delta\varphi, \Delta\lambda` the cell's angular size in radians.
-
-    Accuracy (local equirectangular approximation on a sphere): east-west lengths at
-    latitude :math:`\varphi` are off by a factor
-    :math:`\cos\varphi/\cos\varphi_m - 1 \approx -\tan\varphi_m(\varphi - \varphi_m)`,
-    i.e. at most about 0.16% at the north/south edges of a 20 km box at 45 degrees
-    (0.27% at 60 degrees, 0.05% at 15 degrees); the sphere itself, against the WGS84
-    ellipsoid, is up to 0.56% short (north-south, at the equator) or 0.5% long (at the
-    poles) and within 0.2% at mid-latitudes. Good for comparing heatmaps; not
-    geodesy.
-
-    Parameters
-    ----------
-    grid : Grid
-        A grid whose bounds are ``(lon_min, lon_max, lat_min, lat_max)`` in degrees.
-
-    Returns
-    -------
-    (width, height) : tuple of float
-        Metres per cell along longitude and along latitude.
-
-    Raises
-    ------
-    InvalidParameterError
-        The grid's latitude extent leaves ``[-90, 90]`` or its longitude extent
-        exceeds 360 degrees.
-    """
-    if not isinstance(grid, Grid):
-        raise InvalidParameterError("grid", grid, "a privot.heatmaps.Grid")
-    x0, _, y0, _ = grid.bounds
-    lon_span = grid.cell_width * grid.resolution
-    lat_span = grid.cell_height * grid.resolution
-    if y0 < -90.0 or y0 + lat_span > 90.0:
-        raise InvalidParameterError(
-            "grid", grid.bounds,
-            f"latitudes in [-90, 90]: the grid covers [{y0}, {y0 + lat_span}] (y is the "
-            "latitude; aspect='square' extends the shorter side)")
-    if lon_span > 360.0:
-        raise InvalidParameterError("grid", grid.bounds,
-                                    f"a longitude extent of at most 360 degrees, got {lon_span}")
-    lat_mid = math.radians(y0 + 0.5 * lat_span)
-    height = EARTH_MEAN_RADIUS_M * math.radians(grid.cell_height)
-    width = EARTH_MEAN_RADIUS_M * math.cos(lat_mid) * math.radians(grid.cell_width)
-    if not width > 0:
-        raise InvalidParameterError("grid", grid.bounds,
-                                    "a grid whose mid-latitude is not a pole")
-    return width, height
 
 
 def grid_emd_metres(p: np.ndarray, q: np.ndarray, grid: Grid, *, method: str = "auto",

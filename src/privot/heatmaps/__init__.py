@@ -51,6 +51,7 @@ from privot.heatmaps.dense import (
     emd_projection,
 )
 from privot.heatmaps.engine_step import aggregate_user_cells
+from privot.heatmaps.error import heatmap_error
 from privot.heatmaps.kmedian import (
     KMedianResult,
     kmedian_cost,
@@ -88,7 +89,7 @@ from privot.heatmaps.shuffle import (
 
 __all__ = ["ASPECTS", "CellAssignment", "Grid", "block_sums", "children_flat", "leaf_block",
            "pyramid",
-           "CellSums", "aggregate_user_cells", "user_distributions_sum",
+           "CellSums", "aggregate_user_cells", "heatmap_error", "user_distributions_sum",
            "DEFAULT_GAMMA", "DEFAULT_W", "Measurements", "level_budgets", "measure",
            "start_level",
            "LP_FORMS", "Reconstruction", "reconstruct",

@@ -30,6 +30,7 @@ from privot.grid import Grid
 from privot.heatmaps.aggregate import CellSums
 from privot.heatmaps.baselines import laplace_baseline, threshold_baseline
 from privot.heatmaps.engine_step import aggregate_user_cells
+from privot.heatmaps.error import heatmap_error
 from privot.heatmaps.measure import measure
 from privot.heatmaps.memory import check_memory
 from privot.heatmaps.params import DEFAULT_SIGMA, METHODS, HeatmapParams
@@ -221,6 +222,7 @@ def private_heatmap(data: Any = None, params: HeatmapParams | None = None, *,
     show = show_progress(progress)
     check_spender(accountant)
     ensure_affordable(accountant, p.epsilon, f"private_heatmap(method={p.method!r})")
+    error = heatmap_error(p)  # public parameters only, before anything is read or spent
 
     cells, hint = _cell_sums(data, user, x, y, grid, engine)
     # curator decisions on the exact counts, before anything is charged
@@ -249,4 +251,5 @@ def private_heatmap(data: Any = None, params: HeatmapParams | None = None, *,
     seconds.update(render=t4 - t3, total=t4 - t0)
     return HeatmapResult(distribution=distribution, heatmap=heat, estimate=estimate,
                          epsilon=release.epsilon, method=p.method, sigma=p.sigma, grid=grid,
-                         release=release, diagnostics=diagnostics, seconds=seconds)
+                         release=release, diagnostics=diagnostics, seconds=seconds,
+                         error=error)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from privot._result import ReleaseResult
+from privot.error_bounds import ErrorStatement
 from privot.errors import InvalidParameterError
 from privot.grid import Grid
 from privot.heatmaps.baselines import BaselineResult
@@ -174,6 +175,9 @@ class HeatmapResult(ReleaseResult):
     grid : Grid
     release : HeatmapRelease
     diagnostics : HeatmapDiagnostics
+    error : ErrorStatement or None
+        The error stated from the public parameters before the release
+        (:func:`~privot.heatmaps.error.heatmap_error`; ``docs/errors/heatmaps.md``).
     seconds : mapping str -> float
         **Curator-only** (grows with the data). Wall time per stage: ``aggregate``, then
         ``measure`` and ``reconstruct`` (pyramid) or ``noise`` (baselines, noise and
@@ -198,6 +202,7 @@ class HeatmapResult(ReleaseResult):
     release: HeatmapRelease
     diagnostics: HeatmapDiagnostics
     seconds: Mapping[str, float] = field(default_factory=dict)
+    error: ErrorStatement | None = None
 
     @property
     def secure(self) -> bool:
@@ -229,7 +234,8 @@ class HeatmapResult(ReleaseResult):
                 "grid": {"bounds": list(self.grid.bounds),
                          "resolution": self.grid.resolution, "aspect": self.grid.aspect},
                 "start_level": rel.start_level, "w": rel.w, "gamma": rel.gamma,
-                "sigma": self.sigma, "threshold": rel.threshold}
+                "sigma": self.sigma, "threshold": rel.threshold,
+                "error": None if self.error is None else self.error.to_dict()}
 
     def curator_report(self) -> dict[str, Any]:
         """Exact counts and timings: **not private, never publish**."""

@@ -20,6 +20,8 @@ outside the package with :func:`require_torch`):
 * :mod:`~privot.learning.calibration` -- the public numbers of a run (batch sizes,
   sampling rate, sensitivity, release grid, noise multiplier and epsilon);
 * :mod:`~privot.learning.losses` -- the per-example losses of the ERM term;
+* :mod:`~privot.learning.error` -- :func:`learning_error`, what the noise does to each
+  step (noise norm, noise-to-signal ratio), stated from the public parameters;
 
 * :mod:`~privot.learning.wasserstein` -- differentiable 1-D W2 with the rank weights
   for ``n != m`` (Props 3.1-3.2) and Monte-Carlo sliced W2;
@@ -72,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     "fairness_groups": "privot.learning.groups",
     "matching_groups": "privot.learning.groups",
     "LearningParams": "privot.learning.params",
+    "learning_error": "privot.learning.error",
     "PrivateWassersteinTrainer": "privot.learning.private",
     "StepRecord": "privot.learning.private",
     "make_private": "privot.learning.private",

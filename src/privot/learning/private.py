@@ -57,6 +57,7 @@ from privot.learning.clipping import (
     jacobian_clip_matrices,
     project_to_ball,
 )
+from privot.learning.error import calibrated_error
 from privot.learning.groups import Groups, fairness_groups
 from privot.learning.losses import LOSS_FUNCTIONS, LOSSES, resolve_loss
 from privot.learning.params import (
@@ -168,6 +169,9 @@ class PrivateWassersteinTrainer:
     accountant: Any
     history: list = field(default_factory=list)
     steps_taken: int = 0
+    #: What the noise does to each step (:func:`privot.learning.error.calibrated_error`),
+    #: stated from the public parameters at ``make_private`` time, before the charge.
+    error: Any = None
 
     # -- the public choices and numbers, read through -----------------------------------
 
@@ -662,16 +666,18 @@ def make_private(model, optimizer, groups, params: LearningParams | None = None,
     check_spender(accountant)
     _probe_model(model, groups)
     _, secure = resolve_rng(rng)
-    cal = calibrate_run(groups, params, n_parameters=sum(
-        p.numel() for p in trainable_parameters(model)))
+    n_parameters = sum(p.numel() for p in trainable_parameters(model))
+    cal = calibrate_run(groups, params, n_parameters=n_parameters)
     _warn_if_penalty_dominates(cal, params)
+    # the error statement: public numbers only, stated before anything is spent
+    error = calibrated_error(cal, groups, params, n_parameters)
     accountant = _charge(accountant, groups, params, cal)
     gen = torch.Generator(device="cpu")
     gen.manual_seed(params.direction_seed)
     return PrivateWassersteinTrainer(
         model=model, optimizer=optimizer, groups=groups, params=params, calibration=cal,
         score_fn=score_fn, rng=rng, secure=secure, direction_generator=gen,
-        accountant=accountant)
+        accountant=accountant, error=error)
 
 
 def private_learning(model, optimizer, groups, params: LearningParams | None = None, *,

@@ -188,6 +188,10 @@ class LearningResult(ReleaseResult):
         ``before``, ``y_true``, ``labels`` (names of the two groups), ``split``.
     curator : dict
         Curator-only extras for ``curator-report.json`` (counts, timings, warnings).
+    error : ErrorStatement, optional
+        What the noise does to each step (publishable: stated from the public
+        parameters before the charge, :mod:`privot.learning.error`);
+        ``release.json["error"]``.
     """
 
     model: Any
@@ -200,6 +204,7 @@ class LearningResult(ReleaseResult):
     metrics: dict[str, Any] | None = None
     scores: dict[str, Any] | None = None
     curator: dict[str, Any] = field(default_factory=dict)
+    error: Any = None
 
     @classmethod
     def from_trainer(cls, trainer, *, architecture: Mapping[str, Any],
@@ -221,7 +226,7 @@ class LearningResult(ReleaseResult):
                    history=_history_arrays(trainer.history),
                    metrics=None if metrics is None else dict(metrics),
                    scores=None if scores is None else dict(scores),
-                   curator=dict(curator or {}))
+                   curator=dict(curator or {}), error=getattr(trainer, "error", None))
 
     # -- public -------------------------------------------------------------------------
 
@@ -263,6 +268,8 @@ class LearningResult(ReleaseResult):
             **self.settings,
             "secure": self.secure,
         }
+        if self.error is not None:  # public: stated from the parameters before the charge
+            body["error"] = self.error.to_dict()
         if not self.secure:
             body["publication"] = ("SEEDED run: batches and noise came from a seeded "
                                    "generator; reproducible and NOT fit for publication")

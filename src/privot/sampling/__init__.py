@@ -28,7 +28,9 @@ Modules (each with one job):
   (the files of ``privot sample``) and ``plot``;
 * :mod:`~privot.sampling.estimators` -- the server's estimators (EM through the public
   channel, the histogram), post-processing of the released reports;
-* :mod:`~privot.sampling.plot` -- the picture ``sample.png``.
+* :mod:`~privot.sampling.plot` -- the picture ``sample.png``;
+* :mod:`~privot.sampling.error` -- the error statement of a release, from its public
+  parameters (:func:`sample_error`: worst-case per-user :math:`W_1`; issue 28).
 """
 
 from privot.sampling.base_measure import (
@@ -41,6 +43,7 @@ from privot.sampling.base_measure import (
 from privot.sampling.cost import cost_matrix
 from privot.sampling.device import DeviceSample, private_sample
 from privot.sampling.engine_step import UserCellCounts, user_cell_counts
+from privot.sampling.error import dirac_w1, sample_error
 from privot.sampling.estimators import (
     EstimateIntervals,
     estimate_intervals,
@@ -87,6 +90,7 @@ __all__ = [
     "WassersteinProjection",
     "WorstCaseCost",
     "cost_matrix",
+    "dirac_w1",
     "estimate_direct",
     "estimate_intervals",
     "estimate_linear",
@@ -100,6 +104,7 @@ __all__ = [
     "plot_population_sample",
     "polytope_bounds",
     "private_sample",
+    "sample_error",
     "sample_population",
     "sphere_base_measure",
     "stopping_iterations",

@@ -107,6 +107,7 @@ from privot.privacy.noise import BitSource, check_rng, resolve_rng
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender, check_spender
 from privot.sampling.device import draw_index, grid_polytope, private_sample, snap_to_polytope
 from privot.sampling.engine_step import dense_distributions
+from privot.sampling.error import population_error
 from privot.sampling.estimators import (
     estimate_direct,
     estimate_linear,
@@ -416,6 +417,8 @@ def sample_population(counts: Any, params: SampleParams | SamplingMechanism | No
         weights = snap_to_polytope(ch, polytope=poly)  # public: the channel only
         shift = float(np.abs(weights * 2.0 ** -b - ch).sum(axis=1).max())
         seconds["channel"] = time.perf_counter() - t1
+    # the error statement: public parameters only, before the charge (issue 28)
+    error = population_error(p, getattr(counts, "grid", None), n, channel=ch)
     description = mechanism.release_dict()
     cost = PrivacyCost(eps)
     if accountant is not None:  # once, before anything is drawn
@@ -447,4 +450,4 @@ def sample_population(counts: Any, params: SampleParams | SamplingMechanism | No
                                                       seconds),
                             grid=grid,
                             base_measure=np.array(mechanism.base_measure, dtype=np.float64),
-                            channel=ch)
+                            channel=ch, error=error)

@@ -59,6 +59,7 @@ from privot._result import (
     write_curator_report,
     write_release,
 )
+from privot.error_bounds import ErrorStatement
 from privot.errors import InvalidParameterError
 from privot.privacy.types import Neighbouring, PrivacyCost
 from privot.sampling.baselines import krr_estimate
@@ -165,6 +166,12 @@ class PopulationSample(ReleaseResult):
     channel : (k, k_v) array or None
         Linear variant: the public channel the reports were drawn through (before
         snapping), for the server's estimate (:meth:`estimate`).
+    error : ErrorStatement or None
+        The error statement, computed from the public parameters before the charge
+        (:func:`~privot.sampling.error.sample_error`: the worst-case per-user
+        :math:`W_1` between a user's distribution and the law of its report; the
+        population estimate's figure in ``error.details["population"]``); None when no
+        ground distance was known (a mechanism without a cost and no grid).
 
     Notes
     -----
@@ -189,6 +196,7 @@ class PopulationSample(ReleaseResult):
     grid: Any = None
     base_measure: np.ndarray | None = None
     channel: np.ndarray | None = None
+    error: ErrorStatement | None = None
 
     @property
     def n_reports(self) -> int:
@@ -218,7 +226,8 @@ class PopulationSample(ReleaseResult):
                            "point inside the bounds reports through the same mechanism "
                            "from the public default input",
                 "default_input": DEFAULT_INPUT,
-                "published": "the multiset of released output indices, without user ids"}
+                "published": "the multiset of released output indices, without user ids",
+                "error": None if self.error is None else self.error.to_dict()}
 
     def curator_report(self) -> dict[str, Any]:
         """Exact counts, the snapping shift and timings: **not private, never publish**

@@ -1,0 +1,220 @@
+r"""The error a private heatmap will have, from its public parameters (issue 28).
+
+:func:`heatmap_error` states, before anything is spent, a bound on the Earth Mover's
+Distance (L1 ground distance between cell centres, the metric of paper 002, Sec. 2.1)
+between the released distribution :math:`\hat{\mathbf a}` and the true one
+:math:`\mathbf a = \mathbf s / n`, for the pyramid mechanism (Algorithms 1 + 2):
+
+.. math::
+
+    n\,\mathrm{EMD}(\hat{\mathbf a}, \mathbf a) \;\le\;
+    2\,R_q\,\Delta \sum_{i=q}^{\ell} 2^{-i} N_i ,
+    \qquad R_0 = 1,\; R_q = \frac{2\Delta - 2}{2^{\ell - q + 1} - 1}\ (q \ge 1),
+
+where :math:`N_i` bounds the noise on the cells RECONSTRUCT keeps at level ``i``, at
+the stated confidence by a Chernoff bound on the Laplace noise (``docs/errors/heatmaps.md``
+derives it). The number of users ``n`` is **not public** (privot releases no count; the
+sum of the estimate is only a noisy one), so the statement bounds ``n x EMD`` in
+``cells x users``; given a public lower bound on ``n`` the caller gets the EMD itself.
+What no public bound can cover -- the mass outside the best ``w``-sparse (tree-sparse)
+approximation of ``s``, and true mass the noisy top-``w`` selection drops -- is named in
+``not_covered``.
+
+Privacy
+-------
+A function of public parameters only (grid, epsilon, w, gamma and the caller's
+``n_users``): publishable, the same for any two inputs. No noise, no data.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from privot._validation import check_int
+from privot.error_bounds import ErrorStatement
+from privot.errors import InvalidParameterError
+from privot.grid import latlon_cell_metres
+from privot.heatmaps.measure import level_budgets, start_level
+from privot.heatmaps.params import HeatmapParams
+
+__all__ = ["DEFAULT_CONFIDENCE", "heatmap_error", "noise_quantile"]
+
+#: Default probability (over the noise) with which the stated bound holds.
+DEFAULT_CONFIDENCE = 0.99
+#: Largest relative rounding slack of :func:`~privot.privacy.mechanisms.laplace_mechanism`.
+_SLACK = 2.0 ** -20
+_DERIVATION = "docs/errors/heatmaps.md"
+
+
+def _level_sizes(w: int, q: int, ell: int) -> list[tuple[int, int]]:
+    """``(|T_i|, |S_i|)`` for ``i = q..ell``: cells RECONSTRUCT looks at and keeps."""
+    return [(min(4 ** i, 4 * w) if i > q else 4 ** i, min(4 ** i, w))
+            for i in range(q, ell + 1)]
+
+
+def noise_quantile(weights: np.ndarray, counts: np.ndarray, kept: np.ndarray,
+                   confidence: float) -> float:
+    r"""A ``confidence`` upper bound on :math:`\sum_i \omega_i\,\mathrm{top}_{m_i}(|X_{i}|)`.
+
+    For each group ``i``, ``counts[i]`` i.i.d. exponentials of mean ``weights[i]`` (the
+    magnitudes of Laplace noise); ``top_m`` is the sum of the ``kept[i]`` largest. With
+    the threshold :math:`\tau_i = \omega_i \ln(M_i / m_i)`,
+    :math:`\mathrm{top}_m \le m\tau + \sum (X - \tau)_+`, and the Chernoff bound on the
+    sum of the :math:`(X-\tau)_+` (MGF :math:`1 - e^{-\tau/\omega} + e^{-\tau/\omega} /
+    (1 - \lambda\omega)`) is minimised over :math:`\lambda` on a grid.
+
+    Parameters
+    ----------
+    weights, counts, kept : (L,) arrays
+        Mean magnitude, number of cells and number kept per group.
+    confidence : float
+        In (0, 1).
+
+    Returns
+    -------
+    float
+    """
+    a = np.asarray(weights, dtype=np.float64)
+    m_all = np.asarray(counts, dtype=np.float64)
+    m_kept = np.asarray(kept, dtype=np.float64)
+    lam = np.linspace(1e-4, 1 - 1e-4, 2000)[:, None] / a.max()
+    best = math.inf
+    # tau = c * mean * ln(M/m) for a few fixed c: each is a valid bound at this
+    # confidence, and c is chosen from the public figures only, so the least is too
+    for c in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0):
+        tau = c * a * np.log(m_all / m_kept)
+        p_over = np.exp(-tau / a)  # P(X > tau)
+        mgf = 1.0 - p_over + p_over / (1.0 - lam * a)
+        log_mgf = (m_all * np.log(mgf)).sum(axis=1)
+        t = (log_mgf + math.log(1.0 / (1.0 - confidence))) / lam[:, 0]
+        best = min(best, float(np.sum(m_kept * tau) + t.min()))
+    return best
+
+
+def _noise_terms(p: HeatmapParams, confidence: float) -> dict[str, float]:
+    """The per-level public figures and the noise bound ``N`` (unscaled counts x 2^-i)."""
+    ell = p.grid.levels
+    q = start_level(p.w, ell)
+    eps = level_budgets(p.epsilon, levels=ell, q=q, gamma=p.gamma)
+    sizes = _level_sizes(p.w, q, ell)
+    # Laplace scale incl. the rounding slack, rounded up; |discrete Laplace| <= g + Exp(b)
+    # and rounding moves a value by <= g/2, g = 2^-20 4^-i: a deterministic 2g per cell
+    scales = (1.0 + _SLACK) * (1.0 + 1e-12) / eps
+    grid_steps = np.array([_SLACK * 4.0 ** -i for i in range(q, ell + 1)])
+    level_w = np.array([2.0 ** -i for i in range(q, ell + 1)])
+    counts = np.array([s[0] for s in sizes], dtype=np.float64)
+    kept = np.array([s[1] for s in sizes], dtype=np.float64)
+    n_bound = noise_quantile(level_w * scales, counts, kept, confidence)
+    n_bound += float(np.sum(level_w * kept * 2.0 * grid_steps))
+    return {"q": q, "ell": ell, "noise": n_bound,
+            "level_epsilons": {str(q + j): float(e) for j, e in enumerate(eps)},
+            "kept": {str(q + j): int(k) for j, k in enumerate(kept)}}
+
+
+def _coarse_factor(delta: int, q: int) -> float:
+    r""":math:`R_q`: ``n EMD <= R_q A`` with :math:`A = \sum_{j \ge q} \mathrm{side}_j
+    \|\mathbf P_j z\|_1` (cells); it charges the unmeasured levels ``1..q-1`` and the
+    normalisation to level ``q`` (``docs/errors/heatmaps.md``, step 3)."""
+    if q == 0:
+        return 1.0
+    side_q = delta >> q
+    return (2.0 * delta - 2.0) / (2.0 * side_q - 1.0)
+
+
+def _units(p: HeatmapParams) -> dict[str, float]:
+    """Bound-units per cell: ``(width + height) / 2`` of a cell (a level cell's L1
+    diameter in these units is that times its diameter in cells), and metres for a
+    longitude/latitude grid when the bounds can be read as degrees."""
+    g = p.grid
+    out = {"bounds_units_per_cell": 0.5 * (g.cell_width + g.cell_height)}
+    x0, _, y0, _ = g.bounds
+    lat_top = y0 + g.cell_height * g.resolution
+    if -180.0 <= x0 and x0 + g.cell_width * g.resolution <= 180.0 and -90.0 <= y0 \
+            and lat_top <= 90.0:
+        try:
+            width, height = latlon_cell_metres(g)  # equirectangular, privot.grid
+        except InvalidParameterError:  # not readable as degrees after all: no metres
+            return out
+        out["metres_per_cell_if_lonlat"] = 0.5 * (width + height)
+    return out
+
+
+def heatmap_error(params: HeatmapParams, *, n_users: int | None = None,
+                  confidence: float = DEFAULT_CONFIDENCE) -> ErrorStatement:
+    r"""The EMD a heatmap release with these public parameters will have, stated first.
+
+    Parameters
+    ----------
+    params : HeatmapParams
+        The release's public choices (grid, epsilon, method, w, gamma).
+    n_users : int, optional
+        A public lower bound on the number of users with a point inside the bounds
+        (privot does not release it). None: the bound is on ``n x EMD`` in
+        ``cells x users``; given, on the EMD itself in cells (the bound falls with ``n``,
+        so a lower bound is enough).
+    confidence : float, default 0.99
+        Probability over the noise with which the bound holds, in (0, 1).
+
+    Returns
+    -------
+    ErrorStatement
+        ``bound`` in cells (or cells x users); ``details`` gives the noise term, its
+        factor and the bound in the bounds' units (and metres on a lon/lat grid).
+
+    Raises
+    ------
+    InvalidParameterError
+        ``params`` not a HeatmapParams, ``n_users < 1`` or ``confidence`` outside (0, 1).
+    """
+    if not isinstance(params, HeatmapParams):
+        raise InvalidParameterError("params", params, "a HeatmapParams")
+    if not (isinstance(confidence, float | int) and 0 < confidence < 1):
+        raise InvalidParameterError("confidence", confidence, "a number in (0, 1)")
+    n = None if n_users is None else check_int(n_users, "n_users", minimum=1)
+    delta = params.grid.resolution
+    details: dict = {"n_users": n, "resolution": delta, "method": params.method}
+    if params.method == "pyramid":
+        terms = _noise_terms(params, float(confidence))
+        factor = 2.0 * delta * _coarse_factor(delta, terms["q"])
+        details.update(terms, factor=factor)
+        covers = ("the Laplace noise of Algorithm 1 and RECONSTRUCT (paper 002, Lemma 3.5 "
+                  "and the LP's optimality), the normalisation, the unmeasured levels < q")
+        not_covered = ("the data-dependent part: the mass of s outside its best w-sparse "
+                       "(tree-sparse) approximation, and true mass that the noisy top-w "
+                       "selection drops (none when the occupied cells are at most w per "
+                       "level and each holds more users than the noise on the kept cells)")
+    elif params.method == "laplace":
+        # every cell released, negatives clipped (only closer to s >= 0): ||z||_1 <= ||nu||_1
+        scale = (1.0 + _SLACK) * (1.0 + 1e-12) / params.epsilon
+        cells = float(delta * delta)
+        noise = noise_quantile(np.array([scale]), np.array([cells]), np.array([cells]),
+                               float(confidence)) + 2 * _SLACK * 4.0 ** -params.grid.levels
+        factor = 2.0 * (delta - 1)
+        details.update(noise=noise, factor=factor)
+        terms = {"noise": noise}
+        covers = "the Laplace noise on every cell and the normalisation"
+        not_covered = ""
+    else:
+        return ErrorStatement(
+            metric="EMD(release, true distribution) x n_users", bound=math.inf,
+            confidence=1.0, units="cells x users", covers="nothing",
+            not_covered=("the threshold baseline keeps the top t% of cells by noisy value: "
+                         "how much true mass it drops depends on the data"),
+            derivation=_DERIVATION, details=details)
+    per_user = factor * terms["noise"]
+    per_unit = _units(params)
+    if n is None:
+        bound, metric, units = per_user, "EMD(release, true distribution) x n_users", \
+            "cells x users"
+    else:
+        bound = min(per_user / n, 2.0 * (delta - 1))  # the grid's L1 diameter caps it
+        metric, units = "EMD(release, true distribution)", "cells"
+    details.update(per_unit)
+    details["bound_in_bounds_units"] = bound * per_unit["bounds_units_per_cell"]
+    if "metres_per_cell_if_lonlat" in per_unit:
+        details["bound_km_if_lonlat"] = bound * per_unit["metres_per_cell_if_lonlat"] / 1e3
+    return ErrorStatement(metric=metric, bound=float(bound), confidence=float(confidence),
+                          units=units, covers=covers, not_covered=not_covered,
+                          derivation=_DERIVATION, details=details)
