@@ -79,6 +79,11 @@ def test_files_and_summary(runs):
     assert "epsilon = 0.5" in out and "sigma" in out and "20 DP-SGD steps" in out
     assert "SEEDED" in out and "accuracy" not in out
     assert "curator only" in err and "accuracy" in err
+    # the stated error of one step (issue 28), public: on stdout and in release.json
+    assert "each step's noise: norm <=" in out and "noise-to-signal >=" in out
+    stated = json.loads((folder / "release.json").read_text())["error"]
+    assert stated["confidence"] == 0.99 and stated["bound"] > 0
+    assert f"norm <= {stated['bound']:.4g}" in out
 
 
 def test_release_json_holds_public_values_only(runs):
