@@ -8,13 +8,16 @@ between the released distribution :math:`\hat{\mathbf a}` and the true one
 .. math::
 
     n\,\mathrm{EMD}(\hat{\mathbf a}, \mathbf a) \;\le\;
-    2\,R_q\,\Delta \sum_{i=q}^{\ell} 2^{-i} N_i ,
-    \qquad R_0 = 1,\; R_q = \frac{2\Delta - 2}{2^{\ell - q + 1} - 1}\ (q \ge 1),
+    (2\Delta - 1)\,\|\nu_q\|_1 + 2\Delta \sum_{i=q+1}^{\ell} 2^{-i}\,
+    \|\nu_i|_{S_i}\|_1 \;\le\; 2\Delta N ,
 
-where :math:`N_i` bounds the noise on the cells RECONSTRUCT keeps at level ``i``, at
-the stated confidence by a Chernoff bound on the Laplace noise (``docs/errors/heatmaps.md``
-derives it). The number of users ``n`` is **not public** (privot releases no count; the
-sum of the estimate is only a noisy one), so the statement bounds ``n x EMD`` in
+where level ``q`` (every cell kept) is fitted exactly by the LP,
+:math:`\mathbf P_q\hat{\mathbf s} = \max(\mathbf P_q\mathbf s + \nu_q, 0)`, and :math:`N` bounds the
+weighted noise on the cells RECONSTRUCT keeps, at the stated confidence by a Chernoff
+bound on the Laplace noise (``docs/errors/heatmaps.md`` derives it, beside the earlier,
+looser :math:`2 R_q \Delta N` bound). The number of users ``n`` is **not public**
+(privot releases no count; the sum of the estimate is only a noisy one), so the
+statement bounds ``n x EMD`` in
 ``cells x users``; given a public lower bound on ``n`` the caller gets the EMD itself.
 What no public bound can cover -- the mass outside the best ``w``-sparse (tree-sparse)
 approximation of ``s``, and true mass the noisy top-``w`` selection drops -- is named in
@@ -94,7 +97,8 @@ def noise_quantile(weights: np.ndarray, counts: np.ndarray, kept: np.ndarray,
 
 
 def _noise_terms(p: HeatmapParams, confidence: float) -> dict[str, float]:
-    """The per-level public figures and the noise bound ``N`` (unscaled counts x 2^-i)."""
+    r"""The per-level public figures and the noise bound ``N``: a ``confidence`` bound on
+    :math:`(1 - 1/2\Delta)\|\nu_q\|_1 + \sum_{i>q} 2^{-i} \|\nu_i|_{S_i}\|_1`."""
     ell = p.grid.levels
     q = start_level(p.w, ell)
     eps = level_budgets(p.epsilon, levels=ell, q=q, gamma=p.gamma)
@@ -104,6 +108,9 @@ def _noise_terms(p: HeatmapParams, confidence: float) -> dict[str, float]:
     scales = (1.0 + _SLACK) * (1.0 + 1e-12) / eps
     grid_steps = np.array([_SLACK * 4.0 ** -i for i in range(q, ell + 1)])
     level_w = np.array([2.0 ** -i for i in range(q, ell + 1)])
+    # level q is fitted exactly by the LP: its noise enters the EMD with weight
+    # (2 Delta - 1) / (2 Delta) rather than through the LP's F (derivation, step 4')
+    level_w[0] = 1.0 - 0.5 / p.grid.resolution
     counts = np.array([s[0] for s in sizes], dtype=np.float64)
     kept = np.array([s[1] for s in sizes], dtype=np.float64)
     n_bound = noise_quantile(level_w * scales, counts, kept, confidence)
@@ -111,16 +118,6 @@ def _noise_terms(p: HeatmapParams, confidence: float) -> dict[str, float]:
     return {"q": q, "ell": ell, "noise": n_bound,
             "level_epsilons": {str(q + j): float(e) for j, e in enumerate(eps)},
             "kept": {str(q + j): int(k) for j, k in enumerate(kept)}}
-
-
-def _coarse_factor(delta: int, q: int) -> float:
-    r""":math:`R_q`: ``n EMD <= R_q A`` with :math:`A = \sum_{j \ge q} \mathrm{side}_j
-    \|\mathbf P_j z\|_1` (cells); it charges the unmeasured levels ``1..q-1`` and the
-    normalisation to level ``q`` (``docs/errors/heatmaps.md``, step 3)."""
-    if q == 0:
-        return 1.0
-    side_q = delta >> q
-    return (2.0 * delta - 2.0) / (2.0 * side_q - 1.0)
 
 
 def _units(p: HeatmapParams) -> dict[str, float]:
@@ -177,10 +174,11 @@ def heatmap_error(params: HeatmapParams, *, n_users: int | None = None,
     details: dict = {"n_users": n, "resolution": delta, "method": params.method}
     if params.method == "pyramid":
         terms = _noise_terms(params, float(confidence))
-        factor = 2.0 * delta * _coarse_factor(delta, terms["q"])
+        factor = 2.0 * delta  # n EMD <= 2 Delta N (docs/errors/heatmaps.md, "Result")
         details.update(terms, factor=factor)
-        covers = ("the Laplace noise of Algorithm 1 and RECONSTRUCT (paper 002, Lemma 3.5 "
-                  "and the LP's optimality), the normalisation, the unmeasured levels < q")
+        covers = ("the Laplace noise of Algorithm 1 and RECONSTRUCT (paper 002, Lemma 3.5, "
+                  "the LP's optimality and its exact fit of level q), the normalisation, "
+                  "the unmeasured levels < q")
         not_covered = ("the data-dependent part: the mass of s outside its best w-sparse "
                        "(tree-sparse) approximation, and true mass that the noisy top-w "
                        "selection drops (none when the occupied cells are at most w per "
