@@ -14,10 +14,14 @@ Covered: the subspace method's mean-only plan (``subspace_dim = 0``: every atom 
 groups' weighted DP mean; the default in high dimension for ``eps n < 800`` with Laplace
 noise), with a high-probability bound of its noise term from the plan's noise scales
 (a moment bound for the Laplace noise, Laurent and Massart for the Gaussian noise).
+The subspace one-cell plan (``rounds = 0``, no DP projection: each group released as its
+DP Gaussian) states another metric, :data:`GAUSSIAN_METRIC` (the released Gaussians'
+W2^2 to the groups' exact-moment Gaussians; :func:`gaussian_summary_statement`).
 Not covered (``bound = inf``, said in ``not_covered``): the coreset and perturbation
 methods (papers 000 and 001 state their utility with unspecified constants, and privot's
 anchored or Lloyd steps are not the papers' output perturbation), and subspace plans
-with ``d' > 0`` (PCA, Lloyd cells and the solver). Derivation: ``docs/errors/barycenters.md``.
+with Lloyd rounds or a DP projection (PCA, Lloyd cells and the solver).
+Derivation: ``docs/errors/barycenters.md``.
 
 Privacy
 -------
@@ -36,11 +40,18 @@ import numpy as np
 from privot._validation import check_weights
 from privot.barycenters.params import BarycenterParams, choose_method
 from privot.barycenters.release import sample_budget
-from privot.barycenters.subspace import DEFAULT_BASIS_DIM, SubspacePlan, plan_subspace
+from privot.barycenters.subspace import (
+    DEFAULT_BASIS_DIM,
+    RADIUS,
+    VARIANCE_FLOOR,
+    SubspacePlan,
+    plan_subspace,
+)
 from privot.error_bounds import ErrorStatement
 from privot.errors import InvalidParameterError
 
-__all__ = ["DEFAULT_CONFIDENCE", "METRIC", "barycenter_error", "gaussian_square_tail",
+__all__ = ["DEFAULT_CONFIDENCE", "GAUSSIAN_METRIC", "METRIC", "barycenter_error",
+           "gaussian_square_tail", "gaussian_summary_statement",
            "laplace_square_tail", "method_unstated",
            "subspace_statement", "unstated"]
 
@@ -152,11 +163,15 @@ def subspace_statement(plan: SubspacePlan, *, sizes: Sequence[int], beta: np.nda
     to_caller = 1.0 if bounds_scale is None else 1.0 / bounds_scale**2
     details: dict[str, Any] = {"method": "subspace", "mechanism": plan.mechanism,
                                "subspace_dim": plan.subspace_dim}
+    if plan.subspace_dim != 0 and plan.rounds == 0 and not plan.pca:
+        return gaussian_summary_statement(plan, sizes=sizes, beta=beta,
+                                          bounds_scale=bounds_scale, confidence=confidence)
     if plan.subspace_dim != 0:
         return unstated("subspace", confidence, details, why=(
             f"the plan with d' = {plan.subspace_dim} (a DP projection, DP Gaussian "
             "summaries or Lloyd cells, then the free-support solver): no bound is derived "
-            "for it; only the mean-only plan (subspace_dim = 0) is covered"))
+            "for it; only the mean-only plan (subspace_dim = 0) and the one-cell plan "
+            "without a DP projection (rounds = 0, d' = d0) are covered"))
     family, scales, dims, shifts = _mean_noise(plan, sizes)
     alpha = 1.0 - confidence
     weights = beta * scales**2
@@ -178,6 +193,84 @@ def subspace_statement(plan: SubspacePlan, *, sizes: Sequence[int], beta: np.nda
         covers=(f"the {family} noise of each group's DP mean (mean-only subspace plan: "
                 "every atom at the groups' weighted DP mean)"),
         not_covered=not_covered, derivation=DERIVATION, details=details)
+
+
+GAUSSIAN_METRIC = (
+    "summary W2^2: sum_i beta_i W2^2(N(m_i, S_i), N(m_hat_i, S_hat_i)), N(m_hat_i, S_hat_i) "
+    "group i's released DP Gaussian summary and N(m_i, S_i) the Gaussian of the group's "
+    "exact mean and covariance (its diagonal for a diagonal plan), of the rows as the "
+    "mechanism sees them (moved into the bounds, divided by the public n_i)")
+
+
+def _entry_noise(plan: SubspacePlan) -> tuple[str, float, float]:
+    """The moment round's noise per released entry: (family, scale, grid term), each
+    entry's noise at most ``scale * X + grid`` in absolute value, ``X`` a standard
+    exponential (Laplace) or 1-sub-Gaussian (Gaussian) (docs section 2)."""
+    step = plan.noise["moments"]
+    dim = plan.subspace_dim
+    size = plan.basis_dim + (dim * (dim + 1) // 2 if plan.covariance else dim)
+    if plan.mechanism == "gaussian":
+        return "gaussian", step["sigma"], 0.5 * 2.0 ** -int(step["grid_exponent"])
+    scale = step["sensitivity"] * (1.0 + LAPLACE_SLACK) / step["epsilon"]
+    return "laplace", scale, 1.5 * LAPLACE_SLACK * step["sensitivity"] / size
+
+
+def _norm_tail(family: str, scale: float, grid: float, weights: list[float],
+               dims: list[int], alpha: float) -> float:
+    r"""A bound on :math:`(\sum_g w_g \sum_{j<D_g} N_{gj}^2)^{1/2}` at level ``alpha``,
+    :math:`|N_{gj}| \le` ``scale`` :math:`X_{gj} +` ``grid`` (Minkowski)."""
+    tail = (laplace_square_tail if family == "laplace" else gaussian_square_tail)(
+        [w * scale**2 for w in weights], dims, alpha)
+    return math.sqrt(tail) + grid * math.sqrt(float(np.dot(weights, dims)))
+
+
+def gaussian_summary_statement(plan: SubspacePlan, *, sizes: Sequence[int], beta: np.ndarray,
+                               bounds_scale: float | None,
+                               confidence: float = DEFAULT_CONFIDENCE) -> ErrorStatement:
+    r"""The one-cell plan's statement (``rounds = 0``, no DP projection): each group is
+    released as :math:`N(\hat m_i, \hat S_i)`; bounded is :data:`GAUSSIAN_METRIC`.
+
+    Per group (docs section 4), :math:`\delta = \hat m - m`, :math:`E` the second
+    moment's noise, :math:`d'` coordinates, floor :math:`f`:
+    :math:`W_2^2 \le |\delta|^2 + c(2R|\delta| + \sqrt{d'}\|E\|_F/n) + d'f`
+    (Bures :math:`\le \|S - \hat S\|_*`, Powers-Stormer; :math:`c = 1` diagonal,
+    2 full), then Jensen over the groups and a union bound (``alpha / 2`` each) on
+    :math:`U = \sum\beta_i|e_i|^2/n_i^2` and :math:`V = \sum\beta_i\|E_i\|_F^2/n_i^2`.
+    """
+    dim = plan.subspace_dim
+    family, scale, grid = _entry_noise(plan)
+    alpha = 1.0 - confidence
+    n = np.asarray(sizes, dtype=np.float64)
+    w = [float(b) for b in np.asarray(beta, dtype=np.float64) / n**2]
+    root_u = _norm_tail(family, scale, grid, w, [plan.basis_dim] * len(w), alpha / 2)
+    # ||E||_F^2: the diagonal entries once, the upper triangle's off-diagonal twice
+    off = dim * (dim - 1) // 2 if plan.covariance else 0
+    wv = w + ([2.0 * x for x in w] if off else [])
+    root_v = _norm_tail(family, scale, grid, wv,
+                        [dim] * len(w) + ([off] * len(w) if off else []), alpha / 2)
+    c = 2.0 if plan.covariance else 1.0
+    bound_unit = (root_u**2 + c * (2.0 * RADIUS * root_u + math.sqrt(dim) * root_v)
+                  + dim * VARIANCE_FLOOR)
+    units = ("squared caller units" if bounds_scale is not None
+             else "squared unit coordinates")
+    to_caller = 1.0 if bounds_scale is None else 1.0 / bounds_scale**2
+    return ErrorStatement(
+        metric=GAUSSIAN_METRIC, bound=bound_unit * to_caller, confidence=confidence,
+        units=units,
+        covers=(f"the {family} noise of each group's DP mean and "
+                f"{'full' if plan.covariance else 'diagonal'} second moment (one-cell "
+                "subspace plan: each group released as its DP Gaussian)"),
+        not_covered=(
+            "the barycenter's excess cost: the groups not being Gaussian, the public "
+            "sample of atoms drawn from the released Gaussians and the free-support solver "
+            "(data-dependent or not bounded); for a diagonal plan, the groups' "
+            "correlations; rows outside the bounds (moved onto them) and unusable rows "
+            "(the moments divide by the public group sizes)"),
+        derivation=DERIVATION,
+        details={"method": "subspace", "mechanism": plan.mechanism, "subspace_dim": dim,
+                 "covariance": plan.covariance, "bound_unit_coordinates": bound_unit,
+                 "noise_family": family, "noise_scale_per_entry": scale,
+                 "mean_noise_norm_unit": root_u, "second_moment_noise_norm_unit": root_v})
 
 
 #: What papers 000 and 001 state for the methods privot cannot bound (orders only).
