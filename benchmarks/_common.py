@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-__all__ = ["git_state", "mlp", "t_interval"]
+__all__ = ["checkin_users", "git_state", "mlp", "t_interval"]
 
 
 def t_interval(values: list[float]) -> dict:
@@ -49,3 +49,18 @@ def mlp(widths, seed: int):  # noqa: ANN001, ANN201
         layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
     layers += [torch.nn.Linear(widths[-1], 1), torch.nn.Sigmoid()]
     return torch.nn.Sequential(*layers)
+
+
+def checkin_users(n: int, side: int, rng: np.random.Generator) -> np.ndarray:
+    """``(n, side^2)`` histograms: 1-3 homes, 5-50 check-ins (sd 0.08), nearest cell."""
+    homes = rng.integers(1, 4, size=n)
+    counts = rng.integers(5, 51, size=n)
+    owner = np.repeat(np.arange(n), counts)
+    centers = rng.random((n, 3, 2))
+    which = rng.integers(0, homes[owner])
+    pts = np.clip(centers[owner, which] + 0.08 * rng.standard_normal((owner.size, 2)), 0, 1)
+    cell = np.rint(pts * (side - 1)).astype(np.int64)
+    flat = cell[:, 0] * side + cell[:, 1]  # the grid's row-major order (indexing="ij")
+    hist = np.zeros((n, side * side))
+    np.add.at(hist, (owner, flat), 1.0)
+    return hist / hist.sum(axis=1, keepdims=True)

@@ -61,6 +61,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import ot  # noqa: E402
 
+from _common import checkin_users  # noqa: E402
 from privot.sampling.base_measure import (  # noqa: E402
     best_uniform_base_measure,
     optimal_base_measure,
@@ -85,21 +86,6 @@ COSTS = {"sqeuclidean": ("sqeuclidean", 1.0, 2.0), "euclidean": ("euclidean", 1.
 def grid(side: int) -> np.ndarray:
     g = np.stack(np.meshgrid(np.arange(side), np.arange(side), indexing="ij"), -1)
     return g.reshape(-1, 2) / (side - 1)
-
-
-def checkin_users(n: int, side: int, rng: np.random.Generator) -> np.ndarray:
-    """``(n, side^2)`` histograms: 1-3 homes, 5-50 check-ins (sd 0.08), nearest cell."""
-    homes = rng.integers(1, 4, size=n)
-    counts = rng.integers(5, 51, size=n)
-    owner = np.repeat(np.arange(n), counts)
-    centers = rng.random((n, 3, 2))
-    which = rng.integers(0, homes[owner])
-    pts = np.clip(centers[owner, which] + 0.08 * rng.standard_normal((owner.size, 2)), 0, 1)
-    cell = np.rint(pts * (side - 1)).astype(np.int64)
-    flat = cell[:, 0] * side + cell[:, 1]  # the grid's row-major order (indexing="ij")
-    hist = np.zeros((n, side * side))
-    np.add.at(hist, (owner, flat), 1.0)
-    return hist / hist.sum(axis=1, keepdims=True)
 
 
 def _plain(obj):

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from _common import checkin_users
 from compare.case import Case, keep_rate_check
 
 SIDE = 20  # a 20 x 20 grid: k = k_v = 400 cells
@@ -19,28 +20,13 @@ def _grid(side: int) -> np.ndarray:
     return g.reshape(-1, 2) / (side - 1)
 
 
-def _checkin_users(n: int, side: int, rng: np.random.Generator) -> np.ndarray:
-    """``(n, side^2)`` histograms: 1-3 homes, 5-50 check-ins (sd 0.08), nearest cell (as
-    ``benchmarks/bench_sampling_speed.py``)."""
-    homes = rng.integers(1, 4, size=n)
-    counts = rng.integers(5, 51, size=n)
-    owner = np.repeat(np.arange(n), counts)
-    centers = rng.random((n, 3, 2))
-    which = rng.integers(0, homes[owner])
-    pts = np.clip(centers[owner, which] + 0.08 * rng.standard_normal((owner.size, 2)), 0, 1)
-    cell = np.rint(pts * (side - 1)).astype(np.int64)
-    hist = np.zeros((n, side * side))
-    np.add.at(hist, (owner, cell[:, 0] * side + cell[:, 1]), 1.0)
-    return hist / hist.sum(axis=1, keepdims=True)
-
-
 def _wpm_case(quick: bool) -> Case:
     from privot.sampling.base_measure import best_uniform_base_measure
     from privot.sampling.cost import cost_matrix
     from privot.sampling.wpm_entropic import SCALING_CHUNK, wpm_entropic
 
     n = 1000 if quick else 5000
-    users = _checkin_users(n, SIDE, np.random.default_rng(0))
+    users = checkin_users(n, SIDE, np.random.default_rng(0))
     cost = cost_matrix(_grid(SIDE), _grid(SIDE), metric="euclidean", p=1.0)
     m = best_uniform_base_measure(cost, EPS_WPM)
     lam = LAM_REL * float(cost.max())

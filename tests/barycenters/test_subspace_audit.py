@@ -255,13 +255,15 @@ COVARIANCE_PAIR = (MOMENT_PAIR[0].copy(), MOMENT_PAIR[0].copy())
 COVARIANCE_PAIR[0][0], COVARIANCE_PAIR[1][0] = G, _REFLECTED
 
 
-def _covariance_step_sampler(plan: SubspacePlan):
+def _covariance_step_sampler(plan: SubspacePlan, source=None):
     """The plan's moment noise (what subspace_release adds) on the whole-second-moment
-    statistic; Neyman-Pearson statistic of the pair (Laplace noise, equal scales)."""
+    statistic; Neyman-Pearson statistic of the pair (Laplace noise, equal scales).
+    ``source``: a noise source used instead of the audit's generator (the production
+    entropy path, :func:`secure_bits.secure_source`)."""
     a, b = (moment_statistic(x, covariance=True) for x in COVARIANCE_PAIR)
 
     def sampler(data, n, rng):
-        add_noise = subspace._Noise(plan, rng)
+        add_noise = subspace._Noise(plan, rng if source is None else source)
         exact = moment_statistic(data, covariance=True)
         out = np.empty(n)
         for r in range(n):
@@ -312,3 +314,18 @@ def test_covariance_release_runs_the_audited_noise():
     np.testing.assert_allclose(rel.means[0], mean)
     cov = subspace.released_covariance(noisy[D:] / N, mean, np.zeros(D, bool), full=True)
     np.testing.assert_allclose(rel.covariances[0], cov)
+
+
+def test_covariance_moment_round_passes_its_audit_on_the_secure_path():
+    """The same audit with the noise drawn by the production entropy path (the OS-CSPRNG
+    code, fed a seeded byte stream): the path a publishable release takes."""
+    from secure_bits import secure_source
+
+    plan = _covariance_plan(PURE)
+    assert subspace._Noise(plan, secure_source(0)).secure  # the production branch
+    sampler = _covariance_step_sampler(plan, secure_source(63))
+    res = audit(sampler, *COVARIANCE_PAIR, epsilon=PURE.epsilon, n_runs=30_000,
+                confidence=CONFIDENCE, rng=63)
+    print(res.summary())
+    assert not res.violated, res.summary()
+    assert res.epsilon_lower > 0.15, res.summary()
