@@ -95,7 +95,7 @@ def _option(command: str, dest: str) -> argparse.Action:
 def test_every_subcommand_is_registered():
     assert {name.rsplit(".", 1)[1] for name in SUBCOMMANDS} == {
         "demo", "audit", "calibrate", "heatmap", "barycenter", "sample", "learn", "budget",
-        "repair"}
+        "repair", "plan"}
 
 
 def test_calibrate_choices_are_the_accounting_modules():

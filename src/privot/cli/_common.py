@@ -21,12 +21,14 @@ if TYPE_CHECKING:
     from privot.privacy.ledger import Ledger
 
 __all__ = ["ASPECTS", "DEFAULT_ASPECT", "DEFAULT_COLUMNS", "LEDGER_ENV",
-           "RELEASE_RELATIONS", "DryRunDone", "add_aspect_argument",
+           "RELEASE_RELATIONS", "DryRunDone", "add_aspect_argument", "add_epsilon_arguments",
            "add_column_arguments", "add_engine_arguments", "add_ledger_arguments",
            "add_output_arguments", "add_point_table_arguments", "add_progress_arguments",
-           "add_renamed_argument", "add_seed_argument", "column_list", "engine_from_args",
+           "add_renamed_argument", "add_seed_argument", "check_epsilon_arguments",
+           "check_plan_budget", "column_list", "engine_from_args",
            "engine_name", "ledger_from_args", "ledger_path", "ledger_spender",
-           "ledger_summary", "positive_float", "progress_from_args", "rng_from_args",
+           "ledger_summary", "plan_from_args", "positive_float", "progress_from_args",
+           "rng_from_args",
            "refuse_swapped_columns", "say_from_args", "to_json", "write_json"]
 
 #: :data:`privot.privacy.ledger.LEDGER_ENV`, repeated so that parsing imports nothing
@@ -576,3 +578,84 @@ def refuse_swapped_columns(args: argparse.Namespace, step: Any, counts: Any, *, 
         n_outside_swapped=lambda: step(
             args.input, grid=grid, user_column=args.user_column, x_column=args.columns[1],
             y_column=args.columns[0], engine=engine, sep=args.sep, names=names).n_outside)
+
+
+# -- --target-error: epsilon planned from the stated error (privot.planning) -------------
+
+def add_epsilon_arguments(parser: argparse.ArgumentParser, *, epsilon_help: str,
+                          units: str, confidence: bool = True) -> None:
+    """``--epsilon`` or ``--target-error E`` (one of them, required) and, with
+    ``confidence``, ``--error-confidence C``.
+
+    ``--target-error``: epsilon becomes the smallest one whose error statement (from the
+    public parameters, before anything is read) is ``<= E`` in ``units``
+    (:func:`privot.planning.epsilon_for_error`).
+    """
+    budget = parser.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--epsilon", type=positive_float, default=None, help=epsilon_help)
+    budget.add_argument("--target-error", type=positive_float, default=None, metavar="E",
+                        help="instead of --epsilon: spend the smallest epsilon whose stated "
+                             f"error bound is <= E {units}, planned from the public "
+                             "parameters before anything is read ('privot plan' shows the "
+                             "curve)")
+    if confidence:
+        parser.add_argument("--error-confidence", type=positive_float, default=None,
+                            metavar="C", help="with --target-error: the probability, in "
+                                              "(0, 1), with which the planned bound holds "
+                                              "(default: the release's own statement's)")
+
+
+def check_epsilon_arguments(args: argparse.Namespace) -> float | None:
+    """``--epsilon`` checked (a float), or None with ``--target-error`` (checked, with
+    ``--error-confidence``); light: no numpy. One line, exit status 2, on bad input."""
+    from privot._validation import check_epsilon
+    from privot.errors import InvalidParameterError
+
+    conf = getattr(args, "error_confidence", None)
+    if args.target_error is None:
+        if conf is not None:
+            raise InvalidParameterError("--error-confidence", conf,
+                                        "only with --target-error")
+        return check_epsilon(args.epsilon, "--epsilon")
+    target = args.target_error
+    if not (target > 0 and target != float("inf")):
+        raise InvalidParameterError("--target-error", target, "a finite number > 0")
+    if conf is not None and not 0 < conf < 1:
+        raise InvalidParameterError("--error-confidence", conf, "a number in (0, 1)")
+    return None
+
+
+def plan_from_args(args: argparse.Namespace, state: Any, *, alternative: str = "",
+                   announce: bool = True) -> Any:
+    """:func:`privot.planning.epsilon_for_error` for ``--target-error``, its refusals
+    naming the flag; with ``announce``, says one line (the chosen epsilon and its
+    statement) on stdout."""
+    from privot.errors import InvalidParameterError
+    from privot.planning import epsilon_for_error
+
+    try:
+        plan = epsilon_for_error(state, args.target_error, alternative=alternative)
+    except InvalidParameterError as exc:
+        if exc.name != "target_error":
+            raise
+        raise InvalidParameterError("--target-error", exc.value, exc.allowed,
+                                    message=str(exc).replace("target_error=",
+                                                             "--target-error ")) from None
+    if announce:
+        say_from_args(args)(f"privot {args.command}: planned epsilon = {plan.epsilon:.6g} "
+                            f"for --target-error {args.target_error:g}: {plan.statement}")
+    return plan
+
+
+def check_plan_budget(plan: Any, state: Any, ledger: Ledger | None,
+                      args: argparse.Namespace, event: Any, *, unit: str,
+                      relation: str) -> None:
+    """Refuse (before anything is read) a planned epsilon ``ledger`` cannot pay, stating
+    the best error its remaining budget reaches; ``event(epsilon)`` is the release's
+    privacy event. Nothing without a plan or a ledger."""
+    if plan is None or ledger is None:
+        return
+    from privot.planning import refuse_unaffordable
+
+    refuse_unaffordable(plan, state, lambda e: ledger.preview(
+        event(e), unit=unit, relation=relation, convert=args.convert).accepted)

@@ -74,15 +74,19 @@ from privot.cli._common import (
     RELEASE_RELATIONS,
     add_column_arguments,
     add_engine_arguments,
+    add_epsilon_arguments,
     add_ledger_arguments,
     add_output_arguments,
     add_progress_arguments,
     add_seed_argument,
     add_text_file_arguments,
+    check_epsilon_arguments,
+    check_plan_budget,
     engine_from_args,
     ledger_from_args,
     ledger_spender,
     ledger_summary,
+    plan_from_args,
     positive_float,
     progress_from_args,
     rng_from_args,
@@ -160,7 +164,11 @@ def _add_input_arguments(p: argparse.ArgumentParser) -> None:
 def _add_release_arguments(p: argparse.ArgumentParser) -> None:
     """The support size, the budget and the method."""
     p.add_argument("--m", type=int, default=48, help="support size (default: %(default)s)")
-    p.add_argument("--epsilon", type=positive_float, required=True, help="budget (> 0)")
+    add_epsilon_arguments(p, epsilon_help="budget (> 0)",
+                          units="(the excess W2^2 cost, in squared caller units; planned "
+                                "once the public group sizes are read, before any charge; "
+                                "only the subspace method's mean-only plan states a finite "
+                                "bound)")
     p.add_argument("--delta", type=positive_float, default=None,
                    help="delta in (0, 1): required by --method perturbation; optional with "
                         "subspace (Gaussian noise, (epsilon, delta)-DP; without it Laplace "
@@ -468,11 +476,11 @@ def _release_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keywords of ``private_barycenter`` (bounds, m, epsilon, method and each
     method's options), every public choice checked before the data is read or anything
     is charged; refused by flag."""
-    from privot._validation import check_epsilon, check_int
+    from privot._validation import check_int
 
     columns = list(args.columns)  # a list of >= 1 names (add_column_arguments)
     # the light checks first: a refused epsilon or m costs numpy's import only
-    epsilon = check_epsilon(args.epsilon, "--epsilon")
+    epsilon = check_epsilon_arguments(args)  # None: planned from --target-error
     m = check_int(args.m, "--m", minimum=1)
     from privot.barycenters import continental_us
     from privot.barycenters.api import choose_method
@@ -491,6 +499,16 @@ def _release_options(args: argparse.Namespace) -> dict[str, Any]:
     # Spark only the coreset runs, on the engine's leaf counts)
     runs = (args.method if args.method != "auto" else
             "coreset" if args.engine == "spark" else choose_method(len(columns)))
+    if args.target_error is not None and runs != "subspace":
+        # refused before the data is read: no error bound is stated for these methods
+        raise InvalidParameterError(
+            "--target-error", args.target_error, "--method subspace",
+            message=f"--target-error cannot be planned for the {runs} method"
+                    + (f" (auto, from the d = {len(columns)} coordinate columns)"
+                       if args.method == "auto" else "")
+                    + ": it states no finite error bound (docs/errors/barycenters.md); "
+                      "--method subspace (its mean-only plan, --subspace-dim 0) states "
+                      "one; nothing was read or charged")
     subspace_kw = _subspace_options(args, runs, len(columns))
     perturbation_kw = _perturbation_options(args, runs)
     if args.plot_data and (args.engine != "duckdb" or len(columns) != 2):
@@ -546,20 +564,51 @@ def _describe(args: argparse.Namespace, result: Any) -> str:
     return how
 
 
+def _event(epsilon: float, delta: float | None) -> Any:
+    """The release's privacy event (what the ledger charges)."""
+    from privot.privacy.events import ApproxEvent, PureEvent
+
+    return (PureEvent(epsilon, "barycenter") if delta is None
+            else ApproxEvent(epsilon, delta, "barycenter"))
+
+
+def _plan(args: argparse.Namespace, options: dict[str, Any], sizes: list[int],
+          ledger: Any) -> Any:
+    """``--target-error``: the smallest epsilon whose
+    :func:`~privot.barycenters.barycenter_error` meets it, on the public group sizes
+    (public by the relation; read, nothing charged yet), refused when the ledger cannot
+    pay it."""
+    from privot._params import build_params
+    from privot.barycenters import BarycenterParams, barycenter_error
+    from privot.barycenters.error import DEFAULT_CONFIDENCE
+
+    conf = float(args.error_confidence or DEFAULT_CONFIDENCE)
+    d = len(args.columns)
+
+    def state(eps: float) -> Any:
+        params = build_params(BarycenterParams, None, {**options, "epsilon": eps})
+        return barycenter_error(params, sizes, d, confidence=conf)
+
+    plan = plan_from_args(args, state, alternative="--method subspace (its mean-only "
+                                                    "plan, --subspace-dim 0)")
+    check_plan_budget(plan, state, ledger, args, lambda e: _event(e, args.delta),
+                      **RELEASE_RELATIONS["barycenter"])
+    return plan
+
+
 def _run(args: argparse.Namespace) -> int:
     options = _release_options(args)  # the public choices first, before the library
     from privot.barycenters import private_barycenter
-    from privot.privacy.events import ApproxEvent, PureEvent
 
     bounds, m, epsilon = options["bounds"], options["m"], options["epsilon"]
     out = OutputFolder(args.output, command="barycenter", force=args.force,
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
+    # (with --target-error the charge depends on the public group sizes, read below)
     ledger = ledger_from_args(
         args, **RELEASE_RELATIONS["barycenter"],
-        planned=(PureEvent(epsilon, "barycenter") if args.delta is None
-                 else ApproxEvent(epsilon, args.delta, "barycenter")),
+        planned=(None if epsilon is None else _event(epsilon, args.delta)),
         planned_note="" if args.delta is None else "by the (epsilon, delta) pair it proves")
     engine = engine_from_args(args)
 
@@ -573,6 +622,8 @@ def _run(args: argparse.Namespace) -> int:
                 raise InvalidParameterError(
                     "--m", m, f"at most the size of the smallest group ({name!r} has "
                     f"{size} rows)")
+        if epsilon is None:  # --target-error: planned on the public group sizes
+            options["epsilon"] = _plan(args, options, sizes, ledger).epsilon
         # with a ledger: charged once, with the release's event, before any noise
         with ledger_spender(ledger, args, capability="barycenter",
                             **RELEASE_RELATIONS["barycenter"], output=out.path) as acct:

@@ -43,21 +43,26 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 
 from privot.cli._common import (
     RELEASE_RELATIONS,
     add_aspect_argument,
     add_engine_arguments,
+    add_epsilon_arguments,
     add_ledger_arguments,
     add_output_arguments,
     add_point_table_arguments,
     add_progress_arguments,
     add_renamed_argument,
     add_seed_argument,
+    check_epsilon_arguments,
+    check_plan_budget,
     engine_from_args,
     ledger_from_args,
     ledger_spender,
     ledger_summary,
+    plan_from_args,
     positive_float,
     progress_from_args,
     refuse_swapped_columns,
@@ -112,7 +117,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    metavar=("X_MIN", "X_MAX", "Y_MIN", "Y_MAX"),
                    help="public bounds; for geographic data x is the longitude and y the "
                         "latitude. Never taken from the data.")
-    p.add_argument("--epsilon", type=positive_float, required=True, help="total budget (> 0)")
+    add_epsilon_arguments(p, epsilon_help="total budget (> 0)",
+                          units="(the EMD between the release and the true distribution, "
+                                "pyramid or laplace method: in cells x users, or in cells "
+                                "with --min-users)")
+    p.add_argument("--min-users", type=int, default=None, metavar="N",
+                   help="with --target-error: a public lower bound on the number of users "
+                        "(privot releases no count); the target is then the EMD in cells")
     p.add_argument("--resolution", type=int, default=256, metavar="DELTA",
                    help="grid side, a power of two (default: %(default)s); refused "
                         "before the data is read when its dense arrays (about 128 * "
@@ -154,12 +165,38 @@ PUBLISHABLE = ("distribution.npy", "distribution.npz", "distribution.csv",
                "heatmap.npy", "heatmap.npz", "heatmap.png", "release.json")
 
 
+def _check_min_users(args: argparse.Namespace) -> None:
+    """``--min-users``: an integer >= 1, only with ``--target-error`` (light)."""
+    if args.min_users is None:
+        return
+    if args.target_error is None:
+        raise InvalidParameterError("--min-users", args.min_users, "only with --target-error")
+    if args.min_users < 1:
+        raise InvalidParameterError("--min-users", args.min_users, "an integer >= 1")
+
+
+def _plan(args: argparse.Namespace, params: object) -> tuple[object, object]:
+    """``(plan, state)`` of ``--target-error`` (``(None, None)`` without it): the smallest
+    epsilon whose :func:`~privot.heatmaps.heatmap_error` meets the target. Public."""
+    if args.target_error is None:
+        return None, None
+    from privot.heatmaps.error import DEFAULT_CONFIDENCE, heatmap_error
+
+    conf = args.error_confidence or DEFAULT_CONFIDENCE
+
+    def state(eps: float) -> object:
+        return heatmap_error(replace(params, epsilon=eps), n_users=args.min_users,
+                             confidence=conf)
+
+    return plan_from_args(args, state, alternative="--method pyramid or laplace"), state
+
+
 def _run(args: argparse.Namespace) -> int:
-    from privot._validation import check_epsilon
     from privot.grid import Grid
 
     # the light checks first: a refused epsilon or grid costs numpy's import only
-    epsilon = check_epsilon(args.epsilon, "--epsilon")
+    epsilon = check_epsilon_arguments(args)  # None: planned from --target-error below
+    _check_min_users(args)
     grid = Grid(tuple(args.bounds), args.resolution, aspect=args.aspect)
     from privot._usable import check_usable
     from privot.heatmaps import HeatmapParams, aggregate_user_cells, private_heatmap
@@ -173,7 +210,8 @@ def _run(args: argparse.Namespace) -> int:
                  limit_name="--max-memory")
     # every public choice checked now, before the data is read (named by its flag)
     try:
-        release_params = HeatmapParams(grid=grid, epsilon=epsilon, w=args.w, gamma=args.gamma,
+        release_params = HeatmapParams(grid=grid, epsilon=epsilon or 1.0, w=args.w,
+                                       gamma=args.gamma,
                                        sigma=args.sigma, method=args.method,
                                        threshold=args.threshold)
     except InvalidParameterError as exc:
@@ -182,10 +220,16 @@ def _run(args: argparse.Namespace) -> int:
     out = OutputFolder(args.output, command="heatmap", force=args.force,
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
-    # the ledger too: a missing file or a unit/relation it cannot record is refused now
     method = args.method
+    plan, state = _plan(args, release_params)  # --target-error: public parameters only
+    if plan is not None:
+        epsilon = plan.epsilon
+        release_params = replace(release_params, epsilon=epsilon)
+    # the ledger too: a missing file or a unit/relation it cannot record is refused now
     ledger = ledger_from_args(args, **RELEASE_RELATIONS["heatmap"],
                               planned=PureEvent(epsilon, method))
+    check_plan_budget(plan, state, ledger, args, lambda e: PureEvent(e, method),
+                      **RELEASE_RELATIONS["heatmap"])
     engine = engine_from_args(args)
     rng = rng_from_args(args)
 

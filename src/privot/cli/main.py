@@ -40,6 +40,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "privot.cli.learn",
     "privot.cli.repair",
     "privot.cli.budget",
+    "privot.cli.plan",
 )
 
 

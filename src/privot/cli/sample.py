@@ -70,15 +70,19 @@ from privot.cli._common import (
     RELEASE_RELATIONS,
     add_aspect_argument,
     add_engine_arguments,
+    add_epsilon_arguments,
     add_ledger_arguments,
     add_output_arguments,
     add_point_table_arguments,
     add_progress_arguments,
     add_seed_argument,
+    check_epsilon_arguments,
+    check_plan_budget,
     engine_from_args,
     ledger_from_args,
     ledger_spender,
     ledger_summary,
+    plan_from_args,
     positive_float,
     progress_from_args,
     refuse_swapped_columns,
@@ -129,8 +133,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bounds", type=positive_float, nargs=4, required=True,
                    metavar=("X_MIN", "X_MAX", "Y_MIN", "Y_MAX"),
                    help="public bounds of the grid; never taken from the data")
-    p.add_argument("--epsilon", type=positive_float, required=True,
-                   help="local-DP budget of each user's one sample (> 0)")
+    add_epsilon_arguments(p, epsilon_help="local-DP budget of each user's one sample (> 0)",
+                          units="(every user's W1 between its distribution and the law of "
+                                "its released sample, in grid coordinates; a worst case, "
+                                "confidence 1)", confidence=False)
     p.add_argument("--resolution", type=int, default=20, metavar="DELTA",
                    help="grid side: DELTA x DELTA cells are the input and output points "
                         "(default: %(default)s, the paper's 20 x 20)")
@@ -173,13 +179,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_run)
 
 
+def _plan(args: argparse.Namespace, grid: object) -> tuple[object, object]:
+    """``(plan, state)`` of ``--target-error`` (``(None, None)`` without it): the smallest
+    epsilon whose per-user statement (:func:`~privot.sampling.error.population_error`,
+    as the release states it) meets the target. Public: the grid and the flags only."""
+    if args.target_error is None:
+        return None, None
+    from privot.sampling import SampleParams, make_mechanism
+    from privot.sampling.error import population_error
+
+    points = grid.cell_centre_points()  # type: ignore[attr-defined]
+
+    def state(eps: float) -> object:
+        mech = make_mechanism(args.mechanism, points=points, epsilon=eps, p=args.p,
+                              base_measure=args.base_measure, lam=args.lam,
+                              n_iter=args.n_iter)
+        # the per-user bound does not depend on the number of reports (1 here)
+        return population_error(SampleParams(mechanism=mech, variant=args.variant), grid, 1)
+
+    return plan_from_args(args, state), state
+
+
 def _run(args: argparse.Namespace) -> int:
 
-    from privot._validation import check_epsilon, check_int
+    from privot._validation import check_int
     from privot.grid import Grid
 
     # the light checks first: a refused epsilon or grid costs numpy's import only
-    epsilon = check_epsilon(args.epsilon, "--epsilon")
+    epsilon = check_epsilon_arguments(args)  # None: planned from --target-error below
     check_int(args.n_iter, "--n-iter", minimum=1)
     grid = Grid(tuple(args.bounds), check_int(args.resolution, "--resolution", minimum=1,
                                               maximum=64),
@@ -193,10 +220,15 @@ def _run(args: argparse.Namespace) -> int:
     out = OutputFolder(args.output, command="sample", force=args.force,
                        publishable=PUBLISHABLE)
     out.check()  # before the data is read or anything charged
+    plan, state = _plan(args, grid)  # --target-error: public parameters only
+    if plan is not None:
+        epsilon = plan.epsilon
     # the ledger too: a missing file or a unit/relation it cannot record is refused now
     ledger = ledger_from_args(args, **RELEASE_RELATIONS["sample"],
                               planned=PureEvent(epsilon, args.mechanism),
                               planned_note="one eps-LDP report per user")
+    check_plan_budget(plan, state, ledger, args, lambda e: PureEvent(e, args.mechanism),
+                      **RELEASE_RELATIONS["sample"])
     engine = engine_from_args(args)
     rng = rng_from_args(args)
     points = grid.cell_centre_points()
