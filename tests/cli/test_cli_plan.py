@@ -87,6 +87,7 @@ def test_heatmap_target_error_end_to_end(capsys, points_csv, tmp_path):
     # the heatmap records the sum of its level budgets (as with --epsilon): ~1 ulp off
     assert release["epsilon"] == pytest.approx(eps, rel=1e-12)
     assert release["error"]["bound"] <= 600
+    assert release["planned"]["epsilon"] == eps and release["planned"]["target_error"] == 600
     # the same plan as the library's, from the public parameters only
     params = HeatmapParams(grid=Grid((0, 1, 0, 1), 16), epsilon=1.0)
     plan = epsilon_for_error(lambda e: heatmap_error(replace(params, epsilon=e)), 600.0)
@@ -147,7 +148,7 @@ def test_ledger_refuses_a_plan_it_cannot_pay(capsys, points_csv, tmp_path):
     assert "at epsilon = 0.5" in err and not out.exists()
 
 
-def test_barycenter_target_error_plans_on_the_public_group_sizes(capsys, tmp_path):
+def _barycenter_csv(tmp_path):
     rng = np.random.default_rng(2)
     x = 0.3 * rng.normal(size=(400, 4))
     x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1.0)  # inside B(0, 1)
@@ -155,6 +156,11 @@ def test_barycenter_target_error_plans_on_the_public_group_sizes(capsys, tmp_pat
     frame["grp"] = ["g0"] * 150 + ["g1"] * 250
     path = tmp_path / "b.csv"
     frame.to_csv(path, index=False)
+    return path
+
+
+def test_barycenter_target_error_plans_on_the_public_group_sizes(capsys, tmp_path):
+    path = _barycenter_csv(tmp_path)
     out = tmp_path / "b"
     rc, text, err = _run(capsys, ["barycenter", path, "--columns", "a,b,c,d",
                                   "--group-column", "grp", "--ball", 0, 0, 0, 0, 1, "--m",
@@ -165,3 +171,75 @@ def test_barycenter_target_error_plans_on_the_public_group_sizes(capsys, tmp_pat
     release = json.loads((out / "release.json").read_text())
     assert release["privacy"]["epsilon"] == pytest.approx(eps, rel=1e-12)
     assert release["error"]["bound"] <= 0.2
+
+
+# -- learn: planned on the public group sizes, the plan stating what the run states ------
+
+def _learn_csv(tmp_path):
+    from privot.datasets import biased_fairness_data
+
+    d = biased_fairness_data(300, p=0.8, d_core=2, d_spurious=1, rng=0)
+    frame = pd.DataFrame(np.asarray(d.x, dtype=np.float64), columns=["f0", "f1", "f2"])
+    frame["colour"] = np.where(d.sensitive == 1, "Black", "White")
+    frame["label"] = np.where(d.y == 1, "yes", "no")
+    path = tmp_path / "learn.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _learn(path, out, *extra):
+    return ["learn", path, "--target", "label", "--positive", "yes", "--sensitive",
+            "colour", "--sensitive-values", "White,Black", "--bounds",
+            "f0:-3:3,f1:-3:3,f2:-3:3", "--steps", 20, "--test-fraction", 0, "--seed", 4,
+            "-o", out, *extra]
+
+
+def test_learn_target_error_end_to_end_and_matches_privot_plan(capsys, tmp_path):
+    path = _learn_csv(tmp_path)
+    out = tmp_path / "l"
+    rc, text, err = _run(capsys, _learn(path, out, "--target-error", 0.5))
+    assert rc == 0, err
+    eps, _ = _planned_epsilon(text, "learn")
+    release = json.loads((out / "release.json").read_text())
+    assert release["planned"]["epsilon"] == pytest.approx(eps, rel=1e-12)
+    assert release["planned"]["target_error"] == 0.5
+    assert release["privacy"]["epsilon"] <= release["planned"]["epsilon"]  # PLD's proof
+    assert release["error"]["bound"] <= 0.5
+    # the same plan from the public numbers alone: group sizes, encoded width
+    sizes = release["privacy"]["group_sizes"]
+    rc, text, err = _run(capsys, ["plan", "learn", "--group-sizes",
+                                  ",".join(str(v) for v in sizes.values()), "--d", 3,
+                                  "--steps", 20, "--target-error", 0.5,
+                                  "-o", tmp_path / "p"])
+    assert rc == 0, err
+    planned = json.loads((tmp_path / "p" / "plan.json").read_text())["planned"]
+    assert planned["epsilon"] == pytest.approx(eps, rel=1e-12)
+    assert planned["statement"]["bound"] == pytest.approx(release["error"]["bound"],
+                                                          rel=1e-9)
+
+
+def test_learn_target_error_refused_by_the_ledger_before_the_charge(capsys, tmp_path):
+    path = _learn_csv(tmp_path)
+    ledger = tmp_path / "l.db"
+    rc, _, err = _run(capsys, ["budget", "init", ledger, "--epsilon", 0.05, "--delta",
+                               1e-3, "--unit", "row", "--relation", "replace-one-in-group"])
+    assert rc == 0, err
+    out = tmp_path / "l"
+    rc, _, err = _run(capsys, _learn(path, out, "--target-error", 0.5, "--ledger", ledger))
+    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("privot: --seed")]
+    assert rc == 2 and len(lines) == 1, err
+    assert "best error reachable with the remaining budget is" in err and not out.exists()
+
+
+def test_barycenter_mean_only_plan_is_accepted_as_the_messages_say(capsys, tmp_path):
+    # the refusals name "--subspace-dim 0" (the mean-only plan): the command takes it
+    path = _barycenter_csv(tmp_path)
+    out = tmp_path / "b0"
+    rc, text, err = _run(capsys, ["barycenter", path, "--columns", "a,b,c,d",
+                                  "--group-column", "grp", "--ball", 0, 0, 0, 0, 1, "--m",
+                                  4, "--method", "subspace", "--subspace-dim", 0,
+                                  "--target-error", 0.05, "--seed", 3, "-o", out])
+    assert rc == 0, err
+    release = json.loads((out / "release.json").read_text())
+    assert 0 < release["error"]["bound"] <= 0.05
+    assert release["planned"]["target_error"] == 0.05

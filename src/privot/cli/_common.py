@@ -25,7 +25,7 @@ __all__ = ["ASPECTS", "DEFAULT_ASPECT", "DEFAULT_COLUMNS", "LEDGER_ENV",
            "add_column_arguments", "add_engine_arguments", "add_ledger_arguments",
            "add_output_arguments", "add_point_table_arguments", "add_progress_arguments",
            "add_renamed_argument", "add_seed_argument", "check_epsilon_arguments",
-           "check_plan_budget", "column_list", "engine_from_args",
+           "check_plan_budget", "column_list", "planned_release", "engine_from_args",
            "engine_name", "ledger_from_args", "ledger_path", "ledger_spender",
            "ledger_summary", "plan_from_args", "positive_float", "progress_from_args",
            "rng_from_args",
@@ -645,6 +645,21 @@ def plan_from_args(args: argparse.Namespace, state: Any, *, alternative: str = "
         say_from_args(args)(f"privot {args.command}: planned epsilon = {plan.epsilon:.6g} "
                             f"for --target-error {args.target_error:g}: {plan.statement}")
     return plan
+
+
+def planned_release(plan: Any) -> dict[str, Any]:
+    """``release.json``'s ``"planned"`` entry: how ``--target-error`` chose epsilon
+    (public: a function of the public parameters); ``{}`` without a plan."""
+    if plan is None:
+        return {}
+    return {"planned": {
+        "target_error": plan.target, "confidence": plan.statement.confidence,
+        "units": plan.statement.units, "epsilon": plan.epsilon,
+        "largest_epsilon_missing_the_target": plan.lower,
+        "monotone_on_scan": plan.monotone_on_scan,
+        "rule": "the smallest epsilon whose error statement's bound is <= target_error "
+                "(privot.planning.epsilon_for_error), planned from the public parameters "
+                "before anything was charged"}}
 
 
 def check_plan_budget(plan: Any, state: Any, ledger: Ledger | None,

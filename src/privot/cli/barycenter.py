@@ -87,6 +87,7 @@ from privot.cli._common import (
     ledger_spender,
     ledger_summary,
     plan_from_args,
+    planned_release,
     positive_float,
     progress_from_args,
     rng_from_args,
@@ -241,7 +242,9 @@ def _add_subspace_arguments(p: argparse.ArgumentParser) -> None:
     sub_opts.add_argument("--subspace-dim", type=int, default=None, metavar="D_PRIME",
                           help="dimension d' of the private subspace (top eigenvectors of "
                                "a DP second moment when D0 > d'; default: the library's "
-                               "rule of epsilon * n, 3 to 8, at most D0)")
+                               "rule of epsilon * n, 3 to 8, at most D0; 0: each "
+                               "group's DP mean only, the plan that states a finite "
+                               "error bound at every epsilon)")
     sub_opts.add_argument("--cells", type=int, default=None,
                           help="Lloyd centres per group (default: the library's rule of "
                                "epsilon * n and m)")
@@ -341,7 +344,7 @@ def _subspace_options(args: argparse.Namespace, method: str, d: int) -> dict[str
     if args.basis_dim is not None:
         out["basis_dim"] = check_int(args.basis_dim, "--basis-dim", minimum=1, maximum=d)
     if args.subspace_dim is not None:
-        out["subspace_dim"] = check_int(args.subspace_dim, "--subspace-dim", minimum=1,
+        out["subspace_dim"] = check_int(args.subspace_dim, "--subspace-dim", minimum=0,
                                         maximum=d)
     if args.cells is not None:
         out["cells"] = check_int(args.cells, "--cells", minimum=1)
@@ -622,8 +625,10 @@ def _run(args: argparse.Namespace) -> int:
                 raise InvalidParameterError(
                     "--m", m, f"at most the size of the smallest group ({name!r} has "
                     f"{size} rows)")
+        plan = None
         if epsilon is None:  # --target-error: planned on the public group sizes
-            options["epsilon"] = _plan(args, options, sizes, ledger).epsilon
+            plan = _plan(args, options, sizes, ledger)
+            options["epsilon"] = plan.epsilon
         # with a ledger: charged once, with the release's event, before any noise
         with ledger_spender(ledger, args, capability="barycenter",
                             **RELEASE_RELATIONS["barycenter"], output=out.path) as acct:
@@ -636,7 +641,8 @@ def _run(args: argparse.Namespace) -> int:
     # one code path with the library's BarycenterResult.save
     out.open()
     written = result.save(out.path, columns=list(args.columns), group_names=names,
-                          region=options["region"], release_extra={"engine": args.engine},
+                          region=options["region"],
+                          release_extra={"engine": args.engine, **planned_release(plan)},
                           curator={"seconds": seconds},
                           data=groups if args.plot_data else None,
                           data_warnings=data_warnings)

@@ -63,6 +63,7 @@ from privot.cli._common import (
     ledger_spender,
     ledger_summary,
     plan_from_args,
+    planned_release,
     positive_float,
     progress_from_args,
     refuse_swapped_columns,
@@ -261,7 +262,8 @@ def _run(args: argparse.Namespace) -> int:
     # -- publishable (public parameters and the noisy release) and curator-only files:
     # one code path with the library's HeatmapResult.save
     out.open()
-    written = result.save(out.path, scale=args.scale, release_extra={"engine": args.engine},
+    written = result.save(out.path, scale=args.scale, release_extra={"engine": args.engine,
+                                                             **planned_release(plan)},
                           curator={"seconds": {"aggregate": t_aggregate}},
                           data_warnings=data_warnings)
     out.record(written)

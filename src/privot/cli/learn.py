@@ -69,20 +69,25 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from privot.cli._common import (
     RELEASE_RELATIONS,
+    add_epsilon_arguments,
     add_ledger_arguments,
     add_output_arguments,
     add_progress_arguments,
     add_renamed_argument,
     add_seed_argument,
     add_text_file_arguments,
+    check_epsilon_arguments,
+    check_plan_budget,
     ledger_from_args,
     ledger_spender,
     ledger_summary,
+    plan_from_args,
+    planned_release,
     positive_float,
     progress_from_args,
     rng_from_args,
@@ -151,8 +156,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", type=positive_float, default=0.5,
                    help="weight of the Wasserstein penalty, in [0, 1] (default: "
                         "%(default)s)")
-    p.add_argument("--epsilon", type=positive_float, required=True,
-                   help="target epsilon of the whole training (> 0)")
+    add_epsilon_arguments(p, epsilon_help="target epsilon of the whole training (> 0)",
+                          units="(the L2 norm of one step's Gaussian noise, in gradient "
+                                "units, at --error-confidence, default 0.99; planned on the "
+                                "public group sizes, counted before anything is trained or "
+                                "charged)")
     p.add_argument("--delta", type=positive_float, default=None,
                    help="target delta, in (0, 1) (default: 1/n^2, n = training rows, the "
                         "sum of the public group sizes)")
@@ -388,7 +396,7 @@ def _encoding_release(features, bounds, categories, names) -> dict:
 class _Options:
     """The command's parameters, checked before the data is read (none data-dependent)."""
 
-    epsilon: float
+    epsilon: float | None  # None: planned from --target-error once the sizes are counted
     delta: float | None
     alpha: float
     clip: float
@@ -414,13 +422,12 @@ def _check_options(args: argparse.Namespace) -> _Options:
 
     from privot._validation import (
         check_delta,
-        check_epsilon,
         check_int,
         check_positive,
         check_probability,
     )
 
-    epsilon = check_epsilon(args.epsilon, "--epsilon")
+    epsilon = check_epsilon_arguments(args)  # None: planned from --target-error
     delta = (None if args.delta is None
              else check_delta(args.delta, "--delta", allow_zero=False))
     alpha = check_probability(args.alpha, "--alpha")
@@ -761,12 +768,56 @@ def _degenerate_warning(metrics: dict, split: str) -> str | None:
             "see docs/learning_defaults.md")
 
 
+def training_options(args: argparse.Namespace, opts: _Options, delta: float) -> dict:
+    """:func:`~privot.learning.make_private`'s public choices, less the rng, the
+    accountant and the score function (one place: the run and its ``--target-error``
+    plan, so that the plan states what the run will state)."""
+    return {"penalty": args.criterion, "alpha": opts.alpha, "target_epsilon": opts.epsilon,
+            "target_delta": delta, "steps": opts.steps, "batch_fraction": opts.q,
+            "clip": opts.clip, "M": opts.M, "L": opts.L, "loss": "bce",
+            "jacobian_clipping": args.jacobian_clipping}
+
+
+def learning_state(options: dict, groups: Any, n_parameters: int,
+                   confidence: float | None = None):
+    """``state(epsilon) -> ErrorStatement``: the run's
+    :func:`~privot.learning.error.learning_error` at each epsilon, everything else
+    fixed (public: ``options``, the groups' sizes and structure, ``P``)."""
+    from privot.learning.error import CONFIDENCE, learning_error
+    from privot.learning.params import LearningParams
+
+    conf = float(confidence or CONFIDENCE)
+    return lambda eps: learning_error(LearningParams(**{**options, "target_epsilon": eps}),
+                                      groups, n_parameters, confidence=conf)
+
+
+def _plan(args: argparse.Namespace, opts: _Options, delta: float, groups: Any, d: int,
+          ledger: Any) -> Any:
+    """``--target-error``: the smallest epsilon whose per-step noise-norm statement
+    meets it, on the public group sizes (public by the relation; counted, nothing trained
+    or charged yet) and the model's public parameter count; refused when the ledger
+    cannot pay it."""
+    from privot.learning.result import count_parameters, describe_classifier
+    from privot.privacy.events import ApproxEvent
+
+    layers = describe_classifier(d, model=args.model, hidden=opts.hidden)["layers"]
+    state = learning_state(training_options(args, opts, delta), groups,
+                           count_parameters(layers), args.error_confidence)
+    plan = plan_from_args(args, state)
+    check_plan_budget(plan, state, ledger, args,
+                      lambda e: ApproxEvent(e, delta, "dp-sgd"),
+                      **RELEASE_RELATIONS["learn"])
+    return plan
+
+
 def _open_ledger(args: argparse.Namespace, opts: _Options):
     """The budget ledger (a missing file or a unit/relation it cannot record is refused
     now, before the data is read)."""
     from privot.privacy.events import ApproxEvent
 
     delta = opts.delta
+    if opts.epsilon is None:  # --target-error: planned on the group sizes, read below
+        return ledger_from_args(args, **RELEASE_RELATIONS["learn"], planned=None)
     return ledger_from_args(
         args, **RELEASE_RELATIONS["learn"],
         planned=None if delta is None else ApproxEvent(opts.epsilon, delta, "dp-sgd"),
@@ -809,6 +860,10 @@ def _run(args: argparse.Namespace) -> int:
                                  sensitive_values=tuple(opts.values))
         n_train = sum(groups.sizes.values())  # public: the sum of the group sizes
         delta = opts.delta if opts.delta is not None else 1.0 / n_train ** 2
+        plan = None
+        if opts.epsilon is None:  # --target-error: planned on the public group sizes
+            plan = _plan(args, opts, delta, groups, table.x.shape[1], ledger)
+            opts = replace(opts, epsilon=plan.epsilon)
         model, optimizer, schedule = _model_and_optimizer(args, opts, table.x.shape[1],
                                                           rng)
         scores = {"before": _scores(model, table.x, splits)}
@@ -816,12 +871,8 @@ def _run(args: argparse.Namespace) -> int:
         with ledger_spender(ledger, args, capability="learn",
                             **RELEASE_RELATIONS["learn"], output=out.path) as acct:
             start = time.perf_counter()
-            trainer = make_private(model, optimizer, groups, penalty=args.criterion,
-                                   alpha=opts.alpha, target_epsilon=opts.epsilon,
-                                   target_delta=delta, steps=opts.steps,
-                                   batch_fraction=opts.q, clip=opts.clip, M=opts.M,
-                                   L=opts.L, loss="bce",
-                                   jacobian_clipping=args.jacobian_clipping, rng=rng,
+            trainer = make_private(model, optimizer, groups,
+                                   **training_options(args, opts, delta), rng=rng,
                                    score_fn=centred_score,
                                    sensitive_values=tuple(opts.values), accountant=acct)
             seconds["calibration"] = time.perf_counter() - start
@@ -844,7 +895,8 @@ def _run(args: argparse.Namespace) -> int:
     result = trainer.result(
         architecture=describe_classifier(table.x.shape[1], model=args.model,
                                          hidden=opts.hidden),
-        settings=_settings(args, opts, table.names), metrics=metrics, scores=score_data,
+        settings={**_settings(args, opts, table.names), **planned_release(plan)},
+        metrics=metrics, scores=score_data,
         curator=_curator_extras(table, splits, opts.values, seconds, data_warnings,
                                 metrics, split),
         curve_points=CURVE_POINTS)

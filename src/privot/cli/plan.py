@@ -13,7 +13,8 @@ EMD, cells x users, or cells with ``--min-users``), ``sample``
 ``barycenter`` (:func:`~privot.barycenters.barycenter_error`: excess W2^2 cost; the
 public ``--group-sizes`` and dimension ``--d``), ``learn``
 (:func:`~privot.learning.error.learning_error`: the noise norm of one DP-SGD step; the
-public ``--group-sizes`` and ``--n-parameters``).
+public ``--group-sizes`` and the encoded width ``--d``, every hyperparameter not given
+taken from ``privot learn``'s defaults rule, so the plan states what the run will).
 
 Privacy
 -------
@@ -128,15 +129,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     learn = caps.add_parser("learn", help="privot learn's per-step noise-norm bound")
     learn.add_argument("--group-sizes", type=_group_sizes, required=True,
                        metavar="N1,N2,...", help="the public group sizes (2 for sp)")
-    learn.add_argument("--n-parameters", type=int, required=True, metavar="P",
-                       help="the model's trainable scalars")
-    learn.add_argument("--penalty", choices=("sp", "eo", "none"), default="sp")
+    learn.add_argument("--d", type=int, required=True,
+                       help="the model's input width: the encoded feature columns (a "
+                            "categorical feature counts its categories)")
+    learn.add_argument("--feature-columns", type=int, default=None, metavar="K",
+                       help="the feature columns before encoding, which the defaults rule "
+                            "reads (default: --d)")
+    learn.add_argument("--model", choices=("logistic", "mlp"), default="logistic")
+    learn.add_argument("--hidden", default="64,64", metavar="W1,W2,...",
+                       help="hidden widths of the MLP (default: %(default)s)")
+    learn.add_argument("--penalty", choices=("sp", "eo"), default="sp")
+    learn.add_argument("--alpha", type=positive_float, default=0.5)
     learn.add_argument("--delta", type=positive_float, default=None,
                        help="default 1/n^2, n the sum of the group sizes (as privot learn)")
-    learn.add_argument("--steps", type=int, default=500)
-    learn.add_argument("--batch-fraction", type=positive_float, default=0.2)
-    learn.add_argument("--clip", type=positive_float, default=5.0)
-    learn.add_argument("--alpha", type=positive_float, default=0.5)
+    length = learn.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=int, default=None)
+    length.add_argument("--epochs", type=positive_float, default=None)
+    for flag, dest in (("--batch-fraction", "batch_fraction"), ("--clip", "clip"),
+                       ("--M", "M"), ("--L", "L")):
+        learn.add_argument(flag, type=positive_float, default=None, dest=dest,
+                           help="default: privot learn's rule (docs/learning_defaults.md)")
+    learn.add_argument("--jacobian-clipping", choices=("spectral", "per-coordinate"),
+                       default="spectral")
     _common(learn)
 
 
@@ -193,21 +207,36 @@ def _barycenter_state(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def _learn_state(args: argparse.Namespace) -> tuple[Any, str]:
-    from privot.learning.error import CONFIDENCE, learning_error
-    from privot.learning.params import LearningParams
+    """privot learn's own options and statement (:func:`privot.cli.learn.training_options`,
+    :func:`~privot.cli.learn.learning_state`), from the public sizes and widths."""
+    from privot._validation import check_int
+    from privot.cli import learn
+    from privot.learning.result import count_parameters, describe_classifier
 
-    conf = float(args.error_confidence or CONFIDENCE)
+    d = check_int(args.d, "--d", minimum=1)
+    k = check_int(args.d if args.feature_columns is None else args.feature_columns,
+                  "--feature-columns", minimum=1)
+    run = argparse.Namespace(
+        criterion=args.penalty, jacobian_clipping=args.jacobian_clipping,
+        optimizer=None, momentum=None, schedule=None, steps=args.steps,
+        epochs=args.epochs, batch_fraction=args.batch_fraction)
+    if args.steps is not None:
+        check_int(args.steps, "--steps", minimum=1)
+    if args.batch_fraction is not None and not 0 < args.batch_fraction <= 1:
+        raise InvalidParameterError("--batch-fraction", args.batch_fraction,
+                                    "a number in (0, 1]")
+    if not 0 <= args.alpha <= 1:
+        raise InvalidParameterError("--alpha", args.alpha, "a number in [0, 1]")
+    hidden = learn._hidden(args.hidden) if args.model == "mlp" else ()
+    opts = learn._with_defaults(
+        run, {"--clip": args.clip, "--M": args.M, "--L": args.L, "--lr": None},
+        epsilon=None, delta=args.delta, alpha=args.alpha, hidden=hidden, values=[],
+        bounds={}, categories={}, features=[""] * k)
     n = sum(args.group_sizes)
     delta = args.delta if args.delta is not None else 1.0 / n ** 2
-
-    def state(eps: float) -> Any:
-        params = LearningParams(target_epsilon=eps, target_delta=delta,
-                                penalty=args.penalty, steps=args.steps,
-                                batch_fraction=args.batch_fraction, clip=args.clip,
-                                alpha=args.alpha)
-        return learning_error(params, args.group_sizes, args.n_parameters, confidence=conf)
-
-    return state, ""
+    layers = describe_classifier(d, model=args.model, hidden=hidden)["layers"]
+    return learn.learning_state(learn.training_options(run, opts, delta), args.group_sizes,
+                                count_parameters(layers), args.error_confidence), ""
 
 
 _STATES = {"heatmap": _heatmap_state, "sample": _sample_state,

@@ -83,6 +83,7 @@ from privot.cli._common import (
     ledger_spender,
     ledger_summary,
     plan_from_args,
+    planned_release,
     positive_float,
     progress_from_args,
     refuse_swapped_columns,
@@ -264,7 +265,8 @@ def _run(args: argparse.Namespace) -> int:
     # -- publishable (public parameters and the released samples) and curator-only
     # files: one code path with the library's PopulationSample.save
     out.open()
-    written = released.save(out.path, grid=grid, release_extra={"engine": args.engine},
+    written = released.save(out.path, grid=grid, release_extra={"engine": args.engine,
+                                                               **planned_release(plan)},
                             curator={"n_users_without_points_inside": counts.n_users_empty,
                                      "seconds": seconds},
                             data_warnings=data_warnings, estimator=args.estimator)

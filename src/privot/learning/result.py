@@ -59,7 +59,7 @@ from privot.errors import InvalidParameterError
 from privot.privacy.types import Neighbouring, PrivacyCost
 
 __all__ = ["CURATOR_FILES", "MODELS", "PUBLISHABLE_FILES", "LearningResult",
-           "build_classifier", "describe_classifier", "load_model"]
+           "build_classifier", "count_parameters", "describe_classifier", "load_model"]
 
 #: The architectures of :func:`build_classifier`.
 MODELS = ("logistic", "mlp")
@@ -131,6 +131,14 @@ def describe_classifier(n_features: int, *, model: str = "logistic",
             "hidden_activation": "relu" if model == "mlp" else None,
             "output": "sigmoid (probability of the positive class)",
             "builder": "privot.learning.result.build_classifier"}
+
+
+def count_parameters(layers: Sequence[int]) -> int:
+    r"""``P``, the trainable scalars of :func:`build_classifier`'s model of widths
+    ``layers`` (``describe_classifier(...)["layers"]``): a weight matrix and a bias per
+    linear layer, :math:`\sum_i (w_i + 1)\,w_{i+1}`."""
+    widths = [int(w) for w in layers]
+    return sum((a + 1) * b for a, b in zip(widths[:-1], widths[1:], strict=True))
 
 
 def load_model(folder: str | Path):
