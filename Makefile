@@ -19,7 +19,7 @@ LATEST := .venv-latest
 TORCH  := torch==2.13.0
 DEMO_OUT ?= privot-demo
 
-.PHONY: demo test lint java bench bench-compare clean test-latest lock
+.PHONY: demo test lint java bench bench-compare clean test-latest lock dist
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -91,6 +91,10 @@ bench: $(VENV)/.installed-all java
 # performance table regenerated from benchmarks/results/compare.json.
 bench-compare: $(VENV)/.installed-all java
 	$(PY) benchmarks/bench_compare.py --readme
+
+# A wheel and an sdist into dist/, built by the locked setuptools (no build isolation, offline).
+dist: $(VENV)/.installed-all
+	$(PY) -m build --no-isolation --outdir dist .
 
 clean:
 	rm -rf $(VENV) $(LATEST) $(DEMO_OUT) .pytest_cache .ruff_cache

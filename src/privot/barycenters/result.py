@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from privot._optional import figure_possible
 from privot._result import (
     CURATOR_PREFIX,
     CURATOR_REPORT,
@@ -366,11 +367,11 @@ class BarycenterResult(ReleaseResult):
                    delimiter=",", header=",".join([*cols, "weight"]), comments="",
                    fmt="%.10g")
         public.append("support.csv")
-        if png and self.d == 2:
+        if png and self.d == 2 and figure_possible("barycenter.png", notes):
             fig = self.plot(columns=cols, region=region)
             fig.savefig(folder / "barycenter.png", dpi=120, bbox_inches="tight")
             public.append("barycenter.png")
-        elif png:
+        elif png and self.d != 2:
             notes.append(f"barycenter.png skipped: the support is {self.d}-D (2-D only)")
         public.append("release.json")
         write_release(folder, {**self.release_files_dict(columns=cols, group_names=names),
@@ -378,7 +379,7 @@ class BarycenterResult(ReleaseResult):
         # -- curator-only: exact statistics of the raw data ----------------------------
         written: list[str] = []
         if curator is not False:
-            if data is not None:
+            if data is not None and figure_possible(CURATOR_FILES[1], notes):
                 fig = self.plot(columns=cols, region=region, data=data, group_names=names)
                 fig.savefig(folder / CURATOR_FILES[1], dpi=120, bbox_inches="tight")
                 written.append(CURATOR_FILES[1])

@@ -27,7 +27,7 @@ __all__ = ["ASPECTS", "DEFAULT_ASPECT", "DEFAULT_COLUMNS", "LEDGER_ENV",
            "add_renamed_argument", "add_seed_argument", "check_epsilon_arguments",
            "check_plan_budget", "column_list", "planned_release", "engine_from_args",
            "engine_name", "ledger_from_args", "ledger_path", "ledger_spender",
-           "ledger_summary", "plan_from_args", "positive_float", "progress_from_args",
+           "ledger_summary", "plan_from_args", "say_notes", "positive_float", "progress_from_args",
            "rng_from_args",
            "refuse_swapped_columns", "say_from_args", "to_json", "write_json"]
 
@@ -674,3 +674,11 @@ def check_plan_budget(plan: Any, state: Any, ledger: Ledger | None,
 
     refuse_unaffordable(plan, state, lambda e: ledger.preview(
         event(e), unit=unit, relation=relation, convert=args.convert).accepted)
+
+
+def say_notes(args: argparse.Namespace, written: dict) -> None:
+    """Say each of a release's ``written["notes"]`` (a file skipped and why) on stdout:
+    functions of the public parameters and the release."""
+    say = say_from_args(args)
+    for note in written.get("notes", ()):
+        say(f"privot {args.command}: note: {note}")

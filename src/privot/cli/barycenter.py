@@ -92,6 +92,7 @@ from privot.cli._common import (
     progress_from_args,
     rng_from_args,
     say_from_args,
+    say_notes,
 )
 from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidDataError, InvalidParameterError
@@ -658,6 +659,7 @@ def _run(args: argparse.Namespace) -> int:
           "= one row, replace-one" + ("" if result.secure else "; SEEDED: not for "
                                       "publication"))
     say(out.listing())
+    say_notes(args, written)
     if ledger is not None:
         say(ledger_summary(ledger))
     say("privot barycenter: curator only (not private): rows "

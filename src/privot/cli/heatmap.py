@@ -69,6 +69,7 @@ from privot.cli._common import (
     refuse_swapped_columns,
     rng_from_args,
     say_from_args,
+    say_notes,
 )
 from privot.cli._output import OutputFolder, capture_data_warnings
 from privot.errors import InvalidParameterError
@@ -275,8 +276,7 @@ def _run(args: argparse.Namespace) -> int:
           f"add/remove one user; per level {levels})"
           + ("" if rel.secure else "; SEEDED: not for publication"))
     say(out.listing())
-    for note in written["notes"]:  # functions of the public parameters and the release
-        say(f"privot heatmap: note: {note}")
+    say_notes(args, written)
     if ledger is not None:
         say(ledger_summary(ledger))
     cur = result.diagnostics.curator_only

@@ -89,6 +89,7 @@ from privot.cli._common import (
     refuse_swapped_columns,
     rng_from_args,
     say_from_args,
+    say_notes,
 )
 from privot.cli._output import OutputFolder, capture_data_warnings
 
@@ -280,6 +281,7 @@ def _run(args: argparse.Namespace) -> int:
     if released.error is not None:  # public parameters only (release.json "error")
         say(f"privot sample: error stated before the release: {released.error}")
     say(out.listing())
+    say_notes(args, written)
     if ledger is not None:
         say(ledger_summary(ledger))
     say(f"privot sample: curator only (not private): {counts.n_points} points read, "

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from privot._optional import figure_possible
 from privot._result import CURATOR_REPORT, write_curator_report, write_release
 from privot.errors import InvalidParameterError
 from privot.heatmaps.memory import (
@@ -378,7 +379,7 @@ def save_heatmap(result: SavableHeatmap, folder: str | Path, *, scale: str | Non
     else:
         notes.append("distribution.tif skipped: rasterio is not installed "
                      "(pip install 'privot[gis]')")
-    if png:
+    if png and figure_possible("heatmap.png", notes):
         fig = result.plot(scale=scale)
         fig.savefig(folder / "heatmap.png", dpi=120, format="png", bbox_inches="tight")
         public.append("heatmap.png")

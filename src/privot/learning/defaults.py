@@ -44,9 +44,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from privot._validation import check_epsilon, check_int
 from privot.errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["ADAM_LR", "DEFAULT_RULE", "LearningDefaults", "centred_score",
            "default_hyperparameters", "input_norm_bound"]
@@ -117,7 +121,8 @@ class LearningDefaults:
                 "clip": self.clip, "M": self.M, "L": self.L,
                 "score_fn": centred_score if self.center else None}
 
-    def optimizer_for(self, model):
+    def optimizer_for(self, model: torch.nn.Module
+                      ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
         """The optimizer over ``model``'s parameters and its public learning-rate
         schedule (call ``schedule.step()`` after each training step, e.g. through
         ``trainer.train(callback=lambda rec: schedule.step())``).

@@ -37,11 +37,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privot._validation import check_int
 from privot.error_bounds import ErrorStatement
 from privot.errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    from privot.learning.groups import Groups
+    from privot.learning.params import LearningParams
 
 __all__ = ["CONFIDENCE", "calibrated_error", "learning_error", "noise_norm_bound",
            "signal_bound"]
@@ -202,7 +206,9 @@ def calibrated_error(calibration, groups, params, n_parameters: int, *,
         derivation=_DERIVATION, details=details)
 
 
-def learning_error(params, groups_or_sizes, n_parameters: int, *,
+def learning_error(params: LearningParams,
+                   groups_or_sizes: Groups | Mapping[str, int] | Sequence[int],
+                   n_parameters: int, *,
                    confidence: float = CONFIDENCE) -> ErrorStatement:
     r"""What the noise will do to each step of a run, before anything is trained or spent.
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.learning.torch_backend import torch
@@ -134,9 +135,10 @@ def _labels(values, name: str, allowed: tuple, n: int) -> np.ndarray:
     return arr
 
 
-def fairness_groups(x, y, sensitive, *, criterion: str = "sp",
+def fairness_groups(x: ArrayLike | torch.Tensor, y: ArrayLike | torch.Tensor | None,
+                    sensitive: ArrayLike, *, criterion: str = "sp",
                     sensitive_values: tuple = (0, 1), labels: tuple = (0, 1),
-                    dtype=None) -> Groups:
+                    dtype: torch.dtype | None = None) -> Groups:
     r"""Groups for the statistical-parity (Eq. 5) or equality-of-odds (Eq. 6) penalty.
 
     Parameters
@@ -199,9 +201,11 @@ def fairness_groups(x, y, sensitive, *, criterion: str = "sp",
     return Groups(tuple(groups), tuple(pairs), criterion)
 
 
-def matching_groups(x, reference, *, y=None, private: bool = True,
+def matching_groups(x: ArrayLike | torch.Tensor, reference: ArrayLike | torch.Tensor, *,
+                    y: ArrayLike | torch.Tensor | None = None, private: bool = True,
                     reference_private: bool = False,
-                    reference_through_model: bool = False, dtype=None) -> Groups:
+                    reference_through_model: bool = False,
+                    dtype: torch.dtype | None = None) -> Groups:
     r"""The free-form case: ``SW_2^2(g(x), h(reference))`` (Thm 4.1 / A.1).
 
     Parameters

@@ -43,7 +43,7 @@ are for the curator only.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,7 +78,7 @@ from privot.learning.torch_backend import func, torch
 from privot.learning.wasserstein import random_directions, sliced_w2_squared
 from privot.privacy.mechanisms import add_gaussian_noise
 from privot.privacy.noise import check_rng, resolve_rng
-from privot.privacy.types import Neighbouring, PrivacyCost, check_spender
+from privot.privacy.types import Neighbouring, PrivacyCost, Spender, check_spender
 
 __all__ = [
     "LOSSES",
@@ -307,7 +307,8 @@ class PrivateWassersteinTrainer:
         jac = func.vmap(func.jacrev(one))(out)  # (B, d_s, d_o)
         return s, jac
 
-    def private_gradient(self, indices=None) -> tuple[list, dict]:
+    def private_gradient(self, indices: Sequence[np.ndarray] | None = None
+                         ) -> tuple[list, dict]:
         """The clipped surrogate gradient of the batch (no noise) and curator statistics.
 
         Parameters
@@ -402,7 +403,8 @@ class PrivateWassersteinTrainer:
         return grads, {"loss": loss, "erm": erm_value, "penalty": penalty_value,
                        "clipped_fraction": clipped, "nonfinite": n_bad}
 
-    def noisy(self, values: np.ndarray, *, rng=None) -> np.ndarray:
+    def noisy(self, values: np.ndarray, *, rng: np.random.Generator | None = None
+              ) -> np.ndarray:
         r"""``values`` (any shape, last axis the flat gradient) plus the step's noise.
 
         The secure discrete Gaussian of standard deviation :attr:`noise_std` on the grid
@@ -601,8 +603,10 @@ def _charge(accountant, groups: Groups, params: LearningParams, cal: Calibration
     return accountant
 
 
-def make_private(model, optimizer, groups, params: LearningParams | None = None, *,
-                 accountant=None, rng: np.random.Generator | int | None = None,
+def make_private(model: torch.nn.Module, optimizer: torch.optim.Optimizer, groups: Groups,
+                 params: LearningParams | None = None, *,
+                 accountant: Spender | None = None,
+                 rng: np.random.Generator | int | None = None,
                  score_fn: Callable | None = None, labels: tuple = (0, 1),
                  sensitive_values: tuple = (0, 1), **options: Any
                  ) -> PrivateWassersteinTrainer:
@@ -680,8 +684,10 @@ def make_private(model, optimizer, groups, params: LearningParams | None = None,
         accountant=accountant, error=error)
 
 
-def private_learning(model, optimizer, groups, params: LearningParams | None = None, *,
-                     accountant=None, rng: np.random.Generator | int | None = None,
+def private_learning(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                     groups: Groups, params: LearningParams | None = None, *,
+                     accountant: Spender | None = None,
+                 rng: np.random.Generator | int | None = None,
                      progress: bool | None = None,
                      architecture: Mapping[str, Any] | None = None,
                      settings: Mapping[str, Any] | None = None,

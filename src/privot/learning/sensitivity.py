@@ -28,9 +28,14 @@ sizes only, never on the data.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from privot._validation import check_nonnegative, check_positive, check_probability
+
+if TYPE_CHECKING:
+    from privot.learning.groups import Groups
 
 __all__ = ["PENALTY_DOMINATES", "Sensitivity", "objective_sensitivity", "paper_eo_sensitivity",
            "paper_sp_sensitivity", "wasserstein_gradient_sensitivity"]
@@ -85,8 +90,8 @@ class Sensitivity:
         return math.inf if loss <= 0 else pen / loss
 
 
-def objective_sensitivity(groups, batch_sizes, *, alpha: float, C: float, M: float,
-                          L: float, erm: bool = True) -> Sensitivity:
+def objective_sensitivity(groups: Groups, batch_sizes: Sequence[int], *, alpha: float,
+                          C: float, M: float, L: float, erm: bool = True) -> Sensitivity:
     r"""Sensitivity of the clipped objective gradient on one batch (see module docstring).
 
     Parameters

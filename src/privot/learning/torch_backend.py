@@ -8,11 +8,16 @@ Callers outside the package (the ``privot learn`` command, the demo) reach torch
 from __future__ import annotations
 
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from privot._optional import require
 
-torch = require("torch", "torch")
-func = require("torch.func", "torch")
+if TYPE_CHECKING:  # the type checker sees the real modules (public API annotations)
+    import torch
+    from torch import func
+else:
+    torch = require("torch", "torch")
+    func = require("torch.func", "torch")
 
 __all__ = ["func", "require_torch", "torch"]
 

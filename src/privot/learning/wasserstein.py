@@ -88,7 +88,7 @@ def _w2_sorted_columns(us, vs):
     return (length[:, None] * diff * diff).sum(0)
 
 
-def w2_squared_1d(u, v):
+def w2_squared_1d(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     r"""Squared 2-Wasserstein distance between two 1-D empirical measures (Prop. 3.1).
 
     Parameters
@@ -109,8 +109,10 @@ def w2_squared_1d(u, v):
     return _w2_sorted_columns(us[:, None], vs[:, None])[0]
 
 
-def random_directions(d: int, n_projections: int, *, generator=None, device=None,
-                      dtype=None):
+def random_directions(d: int, n_projections: int, *,
+                      generator: torch.Generator | None = None,
+                      device: torch.device | str | None = None,
+                      dtype: torch.dtype | None = None) -> torch.Tensor:
     r"""``n_projections`` directions uniform on the unit sphere of :math:`\mathbb{R}^d`.
 
     Normalised standard Gaussians drawn from ``generator`` (public randomness: a
@@ -132,7 +134,9 @@ def random_directions(d: int, n_projections: int, *, generator=None, device=None
     return g.to(device=device, dtype=dtype)
 
 
-def sliced_w2_squared(x, y, *, directions=None, n_projections: int = 50, generator=None):
+def sliced_w2_squared(x: torch.Tensor, y: torch.Tensor, *,
+                      directions: torch.Tensor | None = None, n_projections: int = 50,
+                      generator: torch.Generator | None = None) -> torch.Tensor:
     r"""Monte-Carlo sliced :math:`SW_{2,K}^2` between two empirical measures in R^d.
 
     .. math:: SW_{2,K}^2 = \frac1K\sum_{l=1}^K W_2^2(\theta_l^\top x, \theta_l^\top y)

@@ -106,7 +106,7 @@ from privot.errors import InvalidDataError, InvalidParameterError
 from privot.privacy.noise import BitSource, check_rng, resolve_rng
 from privot.privacy.types import Neighbouring, PrivacyCost, Spender, check_spender
 from privot.sampling.device import draw_index, grid_polytope, private_sample, snap_to_polytope
-from privot.sampling.engine_step import dense_distributions
+from privot.sampling.engine_step import UserCellCounts, dense_distributions
 from privot.sampling.error import population_error
 from privot.sampling.estimators import (
     estimate_direct,
@@ -320,7 +320,8 @@ def _diagnostics(counts: Any, n: int, n_default: int, shift: float,
                                  seconds=seconds, n_users_default=n_default)
 
 
-def sample_population(counts: Any, params: SampleParams | SamplingMechanism | None = None,
+def sample_population(counts: UserCellCounts,
+                      params: SampleParams | SamplingMechanism | None = None,
                       *, accountant: Spender | None = None,
                       rng: np.random.Generator | BitSource | int | None = None,
                       progress: bool | None = None, **options: Any) -> PopulationSample:

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from privot._jsonable import write_json
+from privot._optional import figure_possible
 from privot._result import (
     CURATOR_PREFIX,
     CURATOR_REPORT,
@@ -468,6 +469,7 @@ class PopulationSample(ReleaseResult):
         folder.mkdir(parents=True, exist_ok=True)
         centres = g.cell_centre_points().tolist()  # Python floats: repr is exact
         public: list[str] = []
+        notes: list[str] = []
         # -- publishable: public parameters and the released multiset only -------------
         with open(folder / "samples.csv", "w", encoding="utf-8") as fh:
             fh.write("x,y,cell\n")
@@ -483,7 +485,7 @@ class PopulationSample(ReleaseResult):
             public += self._save_intervals(folder, g, centres, grid is None)
             est_body["intervals"] = "estimate_intervals.csv"
             est_body["uncertainty"] = "estimate_uncertainty.json"
-        if png:
+        if png and figure_possible("sample.png", notes):
             fig = self.plot(grid=g, title=title, estimator=estimator)
             fig.savefig(folder / "sample.png", dpi=110, bbox_inches="tight")
             public.append("sample.png")
@@ -504,4 +506,4 @@ class PopulationSample(ReleaseResult):
                 report["seconds"] = {**report["seconds"], **dict(extra.pop("seconds"))}
             write_curator_report(folder, {**report, **extra,
                                           "data_warnings": list(data_warnings)}, written)
-        return {"publishable": sorted(public), "curator": sorted(written), "notes": []}
+        return {"publishable": sorted(public), "curator": sorted(written), "notes": notes}

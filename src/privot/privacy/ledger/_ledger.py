@@ -491,7 +491,7 @@ class Ledger:
         return spending_curve(self._rule, self._store, pld_points=pld_points,
                               discretization=discretization)
 
-    def plot(self, path: str | os.PathLike[str] | None = None):
+    def plot(self, path: str | os.PathLike[str] | None = None) -> Any:
         """Spending over the releases: the enforced filter, basic composition and the
         total. Returns the matplotlib figure; writes it to ``path`` when given."""
         from privot.privacy.ledger_plot import plot_spending
