@@ -28,7 +28,7 @@ from privot._validation import check_finite_array
 from privot.errors import InvalidDataError, InvalidParameterError
 
 __all__ = ["CONTINENTAL_US_OUTLINE", "PolygonRegion", "PredicateRegion", "Region",
-           "continental_us"]
+           "continental_us", "describe_region"]
 
 
 @runtime_checkable
@@ -178,3 +178,25 @@ def continental_us() -> PolygonRegion:
     degrees, e.g. ``PublicBounds.box([-125, 24], [-66, 50])``.
     """
     return PolygonRegion(np.array(CONTINENTAL_US_OUTLINE, dtype=np.float64))
+
+
+def describe_region(region: Region) -> dict:
+    """The public record of ``region`` for ``release.json`` (the region is a public
+    parameter, so a reader of the release can see which one shaped it): a polygon by its
+    vertices (``"continental-us"`` named as such), a predicate by its name only.
+
+    Returns
+    -------
+    dict
+        ``{"kind": "polygon", "name": ..., "vertices": [[x, y], ...]}`` or
+        ``{"kind": "predicate", "name": ...}``.
+    """
+    if isinstance(region, PolygonRegion):
+        vertices = np.asarray(region.vertices)
+        outline = np.asarray(CONTINENTAL_US_OUTLINE, dtype=np.float64)
+        same = vertices.shape == outline.shape and np.array_equal(vertices, outline)
+        return {"kind": "polygon", "name": "continental-us" if same else None,
+                "vertices": vertices.tolist()}
+    fn = getattr(region, "fn", region)
+    return {"kind": "predicate" if isinstance(region, PredicateRegion) else "region",
+            "name": getattr(fn, "__qualname__", type(region).__name__)}

@@ -28,6 +28,7 @@ import numpy as np
 
 from privot.barycenters.inputs import Groups, Rows, usable_rows_of
 from privot.barycenters.params import BarycenterParams
+from privot.barycenters.regions import describe_region
 from privot.barycenters.result import BarycenterResult, distinct_atoms
 from privot.error_bounds import ErrorStatement
 from privot.errors import InvalidParameterError
@@ -188,13 +189,16 @@ class Release:
     def record(self) -> dict[str, Any]:
         """The public parameters every method publishes (in this order)."""
         p, g = self.params, self.groups
+        region = {} if p.coreset.region is None else {  # only then: other files keep bytes
+            "region": describe_region(p.coreset.region)}
         return {"m": p.m, "k": g.k, "p": p.p, "d": g.d,
                 "method_requested": self.settings.requested,
                 "projection_dim": self.projection_dim() if self.method != "subspace" else None,
                 "solver": p.solver, "reg": p.reg, "n_outer": p.n_outer, "n_inner": p.n_inner,
                 "placement": p.coreset.placement, "max_atoms": p.coreset.max_atoms,
                 "polish": self.solver_kw().get("polish"), "group_sizes": g.sizes,
-                "population_size": p.population_size, "group_weights": g.beta.tolist()}
+                "population_size": p.population_size, "group_weights": g.beta.tolist(),
+                **region}
 
     def finish(self, support_unit: np.ndarray, *, secure: bool, record: dict[str, Any],
                diagnostics: dict[str, Any], started: float) -> BarycenterResult:

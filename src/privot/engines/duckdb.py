@@ -207,7 +207,7 @@ class DuckDBEngine:
             where = self._input(con, source, list(columns.values()), sep, names)
             described = con.execute(f"DESCRIBE {_INPUT}").fetchall()
         except duckdb.Error as exc:
-            raise InvalidDataError(f"could not read {source!s:.200}: {exc}") from exc
+            raise InvalidDataError(_read_error(source, exc)) from exc
         types = {str(row[0]): str(row[1]) for row in described}
         check_columns(list(columns.values()), list(types), where)
         exprs = []
@@ -259,3 +259,33 @@ def _register(con: Any, name: str, fn: VectorFunction) -> None:
          for i in range(fn.n_args)])
     con.create_function(name, call, ["DOUBLE"] * fn.n_args, "BIGINT", type="arrow",
                         null_handling="special", side_effects=False)
+
+
+#: Bytes of a text file inspected to explain a read error (line endings).
+_SNIFF_BYTES = 1 << 20
+
+
+def _mixed_line_endings(path: str | os.PathLike[str]) -> bool:
+    """Whether the first MiB of an uncompressed text file holds both CRLF and bare LF
+    line endings (DuckDB's CSV reader refuses such a file in strict mode)."""
+    import re
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except OSError:
+        return False
+    return b"\r\n" in head and re.search(rb"(?<!\r)\n", head) is not None
+
+
+def _read_error(source: Any, exc: Exception) -> str:
+    """One line for a file DuckDB could not read: mixed line endings named with the
+    command that fixes them; otherwise DuckDB's first line (its messages run to 1,500
+    characters over many lines)."""
+    if isinstance(source, (str, os.PathLike)) and os.path.isfile(source) and \
+            not str(source).endswith(".gz") and _mixed_line_endings(source):
+        return (f"could not read {source!s:.200}: it mixes Windows (CRLF) and Unix (LF) "
+                f"line endings, which the CSV reader refuses; convert it first, e.g. "
+                f"sed -i 's/\\r$//' {source!s:.200}")
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    return f"could not read {source!s:.200}: {lines[0][:300]}"
