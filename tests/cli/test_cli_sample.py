@@ -48,10 +48,18 @@ def test_sample_writes_the_release_and_keeps_ids_curator_side(points_csv, tmp_pa
     assert samples["cell"].is_monotonic_increasing  # sorted: no user order
     np.testing.assert_allclose(samples["x"], (samples["cell"] % 8 + 0.5) / 8)
     np.testing.assert_allclose(samples["y"], (samples["cell"] // 8 + 0.5) / 8)
-    m = np.loadtxt(out / "base_measure.csv", delimiter=",")
-    est = np.loadtxt(out / "estimate.csv", delimiter=",")
-    assert m.shape == est.shape == (8, 8)
-    assert est.sum() == pytest.approx(1.0) and np.all(est >= -1e-12)
+    m = pd.read_csv(out / "base_measure.csv")
+    est = pd.read_csv(out / "estimate.csv")
+    # one row per cell, with its centre and its row (0 = south) and column (0 = west)
+    assert list(est.columns) == ["cell", "x", "y", "row", "col", "estimate"]
+    assert list(m.columns) == ["cell", "x", "y", "row", "col", "mass"]
+    assert len(m) == len(est) == 64 and list(est["cell"]) == list(range(64))
+    np.testing.assert_allclose(est["x"], (est["col"] + 0.5) / 8)
+    np.testing.assert_allclose(est["y"], (est["row"] + 0.5) / 8)
+    assert (est["cell"] == est["row"] * 8 + est["col"]).all()
+    assert est["estimate"].sum() == pytest.approx(1.0) and (est["estimate"] >= 0).all()
+    # no solver round-off written as if it were information
+    assert not ((est["estimate"] != 0) & (est["estimate"].abs() < 1e-12)).any()
     release = json.loads((out / "release.json").read_text())
     assert release["epsilon"] == 2.0 and release["variant"] == variant
     assert release["mechanism"]["mechanism"] == mechanism
@@ -74,7 +82,7 @@ def test_wpm_samples_concentrate_where_the_users_are(points_csv, tmp_path):
     assert main(_args(path, out, "--epsilon", "8")) == 0
     samples = pd.read_csv(out / "samples.csv")
     dist = np.hypot(samples["x"] - 0.3, samples["y"] - 0.6).mean()
-    m = np.loadtxt(out / "base_measure.csv", delimiter=",").ravel()
+    m = pd.read_csv(out / "base_measure.csv")["mass"].to_numpy()
     xs = (np.arange(64) % 8 + 0.5) / 8
     ys = (np.arange(64) // 8 + 0.5) / 8
     base = float((m / m.sum()) @ np.hypot(xs - 0.3, ys - 0.6))
@@ -138,7 +146,7 @@ def test_estimator_option_and_uncertainty_files(points_csv, tmp_path):
         assert "estimate_uncertainty.json" in release["publishable_files"]
         unc = json.loads((out / "estimate_uncertainty.json").read_text())
         assert unc["w1_radius"] > 0 and unc["level"] == 0.9
-        est[name] = np.loadtxt(out / "estimate.csv", delimiter=",")
+        est[name] = pd.read_csv(out / "estimate.csv")["estimate"].to_numpy()
         assert est[name].sum() == pytest.approx(1.0)
     assert not np.allclose(est["stopped"], est["mle"])
     assert main(_args(path, tmp_path / "bad", "--estimator", "em")) == 2

@@ -16,8 +16,13 @@ user ids. Into the output folder (:mod:`privot.cli._output`):
 publishable (the public parameters and the released samples only)
     * ``samples.csv`` -- one row per released sample (``x, y, cell``: the centre of the
       drawn cell), sorted by cell, **without user ids**;
-    * ``base_measure.csv`` -- the public base measure ``m`` over the cells (Delta x Delta);
-    * ``estimate.csv`` -- the server's estimate of the population distribution (linear
+    * ``base_measure.csv`` -- the public base measure ``m``, one row per cell
+      (``cell, x, y, row, col, mass``: row 0 the southern row, col 0 the western column,
+      ``cell = row * Delta + col``; ``m`` is a measure, not a probability: its total,
+      in ``release.json``, is any value in ``[e^-eps/2, e^eps/2]``);
+    * ``estimate.csv`` -- one row per cell (``cell, x, y, row, col, estimate``; values
+      under 1e-12 are solvers' round-off, written as 0): the server's estimate of the
+      population distribution (linear
       variant: EM through the public channel stopped by a public rule of the number of
       reports and epsilon, ``--estimator stopped``, the default; ``mle`` runs it to
       convergence; ``docs/sampling_estimate.md``);

@@ -354,8 +354,16 @@ default "best-uniform"
 
     def release_dict(self) -> dict[str, Any]:
         out = super().release_dict()
+        lo, hi = math.exp(-self.epsilon / 2), math.exp(self.epsilon / 2)
         out.update({"solver": self.solver, "p": self.p,
                     "base_measure": self.base_measure_name,
+                    "base_measure_total": float(np.sum(self.base_measure)),
+                    "base_measure_note": (
+                        "m is a measure, not a probability: the output law nu of every "
+                        "input satisfies e^(-eps/2) m <= nu <= e^(eps/2) m (paper 003, "
+                        "Def. 2.2), so any total mass in [e^(-eps/2), e^(eps/2)] = "
+                        f"[{lo:.4g}, {hi:.4g}] is allowed; 'best-uniform' takes the "
+                        "uniform m of the total with the smallest worst case"),
                     "worst_case_w_p": self.worst_case_cost()})
         if self.solver == "entropic":
             out.update({"lam": self.lam, "n_iter": self.n_iter,

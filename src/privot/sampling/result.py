@@ -103,6 +103,30 @@ RADIUS_MAX_CELLS = 400
 CURATOR_FILES = (CURATOR_PREFIX + "samples.csv", CURATOR_REPORT)
 
 
+#: How the per-cell files (``estimate.csv``, ``base_measure.csv``,
+#: ``estimate_intervals.csv``, ``samples.csv``) number the cells (``release.json``'s
+#: ``grid.cells``).
+CELL_ORDER = ("cell = row * resolution + col; row 0 is the southern row (y_min), col 0 "
+              "the western column (x_min); x, y: the cell's centre")
+#: Values below this are the solvers' round-off (an EM estimate of 1e-107), not
+#: information: written as 0.
+ROUND_OFF = 1e-12
+
+
+def write_cell_values(path: Path, name: str, values: np.ndarray, centres: list,
+                      resolution: int) -> None:
+    """One row per cell, ``cell,x,y,row,col,<name>`` (:data:`CELL_ORDER`), values to 12
+    significant digits with ``|v| <`` :data:`ROUND_OFF` written as 0 (post-processing of
+    public values)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = np.where(np.abs(v) < ROUND_OFF, 0.0, v)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(f"cell,x,y,row,col,{name}\n")
+        for c, (x, y) in enumerate(centres):
+            row, col = divmod(c, resolution)
+            fh.write(f"{c},{x!r},{y!r},{row},{col},{v[c]:.12g}\n")
+
+
 @dataclass(frozen=True)
 class PopulationDiagnostics:
     """**Curator-only** (not differentially private; never publish with the release).
@@ -258,7 +282,7 @@ class PopulationSample(ReleaseResult):
         """The public grid, as ``release.json`` states it (publishable)."""
         g = self._grid(grid)
         return {"bounds": list(g.bounds), "resolution": g.resolution, "aspect": g.aspect,
-                "points": "cell centres"}
+                "points": "cell centres", "cells": CELL_ORDER}
 
     def _public_dict(self) -> dict[str, Any]:
         """:meth:`to_dict`'s publishable body: :meth:`release_dict` and the grid when
@@ -475,10 +499,8 @@ class PopulationSample(ReleaseResult):
             fh.write("x,y,cell\n")
             for c in self.released().tolist():  # sorted: no user order, no ids
                 fh.write(f"{centres[c][0]!r},{centres[c][1]!r},{c}\n")
-        np.savetxt(folder / "base_measure.csv", m.reshape(d, d), delimiter=",",
-                   fmt="%.12g")
-        np.savetxt(folder / "estimate.csv", estimate.reshape(d, d), delimiter=",",
-                   fmt="%.12g")
+        write_cell_values(folder / "base_measure.csv", "mass", m, centres, d)
+        write_cell_values(folder / "estimate.csv", "estimate", estimate, centres, d)
         public += ["samples.csv", "base_measure.csv", "estimate.csv"]
         est_body = self.estimate_dict(estimator)
         if self.k <= INTERVALS_MAX_CELLS:
