@@ -34,7 +34,7 @@ $(VENV)/.installed-demo: pyproject.toml $(LOCK) | $(PY)
 $(VENV)/.installed-all: pyproject.toml $(LOCK) | $(PY)
 	$(PIP) install --quiet -c $(LOCK) pip setuptools wheel
 	$(PIP) install --quiet -c $(LOCK) $(TORCH)
-	$(PIP) install --quiet -c $(LOCK) --no-build-isolation -e '.[all,dev]'
+	$(PIP) install --quiet -c $(LOCK) --no-build-isolation -e '.[all,dev,docs]'
 	touch $@ $(VENV)/.installed-demo
 
 # The newest releases of everything pyproject.toml admits (torch stays pinned), in a
@@ -44,7 +44,7 @@ $(LATEST)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(LATEST)
 	$(LATEST)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
 	$(LATEST)/bin/python -m pip install --quiet $(TORCH)
-	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[all,dev]'
+	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[all,dev,docs]'
 	touch $@
 
 # Spark needs a Java runtime; install it only when none answers.
