@@ -92,9 +92,13 @@ def private_barycenter(groups: Sequence[np.ndarray] | np.ndarray | Any,
     Parameters
     ----------
     groups : sequence of (n_i, d) arrays, one (n, d) array for ``k = 1``, or CoresetLeafCounts
-        The sensitive points; one person contributes one point to one group. For data
-        too large for memory, the exact leaf counts computed by an engine
-        (:func:`privot.barycenters.coreset_leaf_counts`, on DuckDB or Spark; counted at a
+        The sensitive points; one person contributes one point to one group. A group may
+        also be a table whose columns are the ``d`` coordinates, in order (a pandas or
+        polars DataFrame, a polars LazyFrame, a pyarrow Table: the same release, bit for
+        bit, as its array; :mod:`privot.barycenters.inputs`). For rows of one table
+        (or file) split by a group column, and for data too large for memory, the exact
+        leaf counts computed by an engine (:func:`privot.barycenters.coreset_leaf_counts`
+        with its ``group_column``, on DuckDB or Spark; counted at a
         depth at least the one wanted, e.g. ``MAX_DEPTH``) with ``method="coreset"``.
     params : BarycenterParams, optional
         The public choices as one object (the keyword options below build it).

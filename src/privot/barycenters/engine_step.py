@@ -261,9 +261,11 @@ def coreset_leaf_counts(source: Any, *, bounds: PublicBounds, depth: int,
 
     Parameters
     ----------
-    source : str, path-like or DataFrame
-        CSV/TSV (optionally ``.gz``)/Parquet file or folder, pandas ``DataFrame``
-        (Spark: also a Spark ``DataFrame``). One row per point.
+    source : str, path-like or table
+        CSV/TSV (optionally ``.gz``)/Parquet file or folder, a pandas or polars
+        ``DataFrame``, a polars ``LazyFrame`` or a pyarrow ``Table`` (the same counts,
+        bit for bit, from each: :mod:`privot.engines.tables`; Spark: also a Spark
+        ``DataFrame``). One row per point.
     bounds : PublicBounds
         Public bounds of the coordinates (``bounds.dim == len(coordinate_columns)``).
     depth : int

@@ -1,6 +1,12 @@
 """The groups of a private barycenter, checked: point arrays or engine leaf counts.
 
-:func:`read_groups` checks the shapes and the public sizes (never the values);
+:func:`read_groups` checks the shapes and the public sizes (never the values). A group
+is an ``(n_i, d)`` array or a table whose ``d`` columns are the coordinates, in order (a
+pandas or polars ``DataFrame``, a polars ``LazyFrame``, a pyarrow ``Table``:
+:mod:`privot.engines.tables`; the same points, bit for bit, whichever kind holds them);
+one array or one table alone is one group (``k = 1``). Rows of one table split by a
+group column are the engines' input (:func:`~privot.barycenters.coreset_leaf_counts`
+with ``group_column=``, then the leaf counts as ``groups``);
 :func:`usable_rows_of` then makes the curator decisions on the exact rows (unusable
 rows left out, rows outside the bounds clipped, a group with no usable row inside them
 refused, rows that clearly fit the bounds with their first two coordinates swapped
@@ -30,10 +36,11 @@ from privot._usable import (
     usable_rows,
 )
 from privot._usable import refuse_swapped_axes as refuse_axes
-from privot._validation import check_int, check_weights
+from privot._validation import check_group_sequence, check_int, check_weights
 from privot.barycenters.engine_step import CoresetLeafCounts
 from privot.barycenters.geometry import PublicBounds
 from privot.barycenters.params import BarycenterParams
+from privot.engines.tables import is_table, table_matrix
 from privot.errors import InvalidDataError, InvalidParameterError
 
 __all__ = ["Groups", "Rows", "read_groups", "refuse_swapped_axes", "usable_rows_of"]
@@ -88,13 +95,17 @@ class Rows:
 
 
 def _check_point_groups(groups: Any, bounds: PublicBounds) -> list[np.ndarray]:
-    """``k >= 1`` float ``(n_i, d)`` arrays with ``d == bounds.dim`` and ``n_i >= 1``.
+    """``k >= 1`` float ``(n_i, d)`` arrays with ``d == bounds.dim`` and ``n_i >= 1``;
+    a table (pandas, polars, pyarrow) is read column by column, in its order.
 
     Non-finite coordinates are allowed here: such rows are unusable
     (:mod:`privot._usable`), left out of the mechanism, and kept in the public sizes.
     """
-    if isinstance(groups, np.ndarray) and groups.ndim == 2:
+    if is_table(groups) or (isinstance(groups, np.ndarray) and groups.ndim == 2):
         groups = [groups]  # one group (k = 1)
+    if not isinstance(groups, np.ndarray):  # a table per group: its columns, in order
+        groups = [table_matrix(g) if is_table(g) else g
+                  for g in check_group_sequence(groups, "groups")]
     out = group_arrays(groups, "groups")
     if out[0].shape[1] != bounds.dim:
         raise InvalidDataError(

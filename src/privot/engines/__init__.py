@@ -2,7 +2,9 @@
 
 A step is one SQL text owned by its capability (``privot.heatmaps.engine_step``,
 ``privot.barycenters.engine_step``); an :class:`~privot.engines.base.Engine` runs it
-over a file or a DataFrame and returns the (small) result:
+over a file or an in-memory table (a pandas or polars ``DataFrame``, a polars
+``LazyFrame``, a pyarrow ``Table``: :mod:`privot.engines.tables`) and returns the
+(small) result:
 
 * :class:`~privot.engines.duckdb.DuckDBEngine` (``engine="duckdb"``, the default;
   ``"local"`` is an alias): DuckDB in this process, out-of-core and multi-threaded;

@@ -15,8 +15,10 @@ Sources
 -------
 A ``.csv``/``.tsv`` file (optionally gzip-compressed, ``.gz``), any delimited text
 file when ``sep`` is given, a ``.parquet`` file or a folder of Parquet files, or an
-in-memory pandas ``DataFrame`` (Spark also takes a Spark ``DataFrame``). Delimited text
-is read with every requested column as text (no type inference).
+in-memory table: a pandas or polars ``DataFrame``, a polars ``LazyFrame`` or a pyarrow
+``Table`` (:mod:`privot.engines.tables`; the same values, bit for bit, whichever kind
+holds them; Spark also takes a Spark ``DataFrame``). Delimited text is read with every
+requested column as text (no type inference).
 
 Conversion of ``float_columns`` (the same rule on every engine)
 ----------------------------------------------------------------
@@ -49,6 +51,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from privot.engines.tables import TABLES, is_table
 from privot.errors import (
     EngineResultError,
     InvalidDataError,
@@ -119,8 +122,9 @@ class Engine(Protocol):
         sql : str
             The step's text, with ``{source}`` (the input relation), ``{wide}``,
             ``{div}`` and one ``{name}`` per entry of ``functions``.
-        source : str, path-like or DataFrame
-            See the module docstring.
+        source : str, path-like or table
+            A file, or a pandas/polars ``DataFrame``, polars ``LazyFrame`` or pyarrow
+            ``Table``; see the module docstring.
         columns : mapping of str to str
             ``{alias: column of the source}``; the relation ``{source}`` has exactly
             the aliases as columns (plain lowercase identifiers).
@@ -247,8 +251,9 @@ def check_columns(wanted: Sequence[str], available: Sequence[str], where: str) -
 
 
 def check_source(source: object) -> None:
-    """Refuse a source that is neither a path nor a DataFrame-like object."""
-    if source is None or not (isinstance(source, (str, os.PathLike))
+    """Refuse a source that is neither a path nor a table (pandas, polars, pyarrow) nor
+    another DataFrame-like object (one with ``columns``, e.g. a Spark ``DataFrame``)."""
+    if source is None or not (isinstance(source, (str, os.PathLike)) or is_table(source)
                               or hasattr(source, "columns")):
         raise InvalidParameterError("source", type(source).__name__,
-                                    "a path to a CSV/TSV/Parquet file or a DataFrame")
+                                    f"a path to a CSV/TSV/Parquet file, {TABLES}")

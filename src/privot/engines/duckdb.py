@@ -2,8 +2,10 @@
 
 A step's SQL runs in a fresh in-memory DuckDB connection over a view ``{source}`` of
 the input: ``read_csv`` (every column as text, gzip detected from the suffix),
-``read_parquet`` (a file, or every ``*.parquet`` under a folder), or a pandas
-``DataFrame`` scanned in place. DuckDB streams the input, aggregates with all the
+``read_parquet`` (a file, or every ``*.parquet`` under a folder), or an in-memory table
+scanned in place (``con.register``): a pandas or polars ``DataFrame``, a polars
+``LazyFrame`` or a pyarrow ``Table`` (:mod:`privot.engines.tables`; a polars frame is
+read through Arrow, so it needs pyarrow). DuckDB streams the input, aggregates with all the
 threads it is given and spills to a temporary folder when an aggregate outgrows the
 memory limit; only the query's result comes back.
 
@@ -38,8 +40,15 @@ from privot.engines.base import (
     VectorFunction,
     check_columns,
     check_names,
-    is_pandas_frame,
     resolve_file,
+)
+from privot.engines.tables import (
+    TABLES,
+    describe_table,
+    is_table,
+    select_columns,
+    table_columns,
+    table_kind,
 )
 from privot.errors import InvalidDataError, InvalidParameterError
 
@@ -170,17 +179,21 @@ class DuckDBEngine:
     def _input(self, con: Any, source: Any, wanted: list[str], sep: str | None,
                names: Sequence[str] | None) -> str:
         """Register the raw input as ``privot_input``; returns where it came from."""
-        if is_pandas_frame(source):
+        kind = table_kind(source)
+        if kind is not None:
             if sep is not None or names is not None:
                 raise InvalidParameterError("sep/names", (sep, names),
-                                            "None for an in-memory DataFrame")
-            check_columns(wanted, [str(c) for c in source.columns], "the DataFrame")
-            con.register(_INPUT, source[list(dict.fromkeys(wanted))])
-            return "the DataFrame"
+                                            "None for an in-memory table")
+            where = describe_table(source)
+            check_columns(wanted, table_columns(source), where)
+            if kind in ("polars", "polars-lazy"):
+                require("pyarrow", "datasets")  # DuckDB scans a polars frame as Arrow
+            # scanned in place (a LazyFrame: DuckDB collects the selected columns)
+            con.register(_INPUT, select_columns(source, wanted))
+            return where
         if not isinstance(source, (str, os.PathLike)):
             raise InvalidParameterError(
-                "source", type(source).__name__,
-                "a path to a CSV/TSV/Parquet file or a pandas DataFrame")
+                "source", type(source).__name__, f"a path to a CSV/TSV/Parquet file, {TABLES}")
         names = check_names(names)
         file = resolve_file(source, sep, names)
         path = str(file.path)
@@ -238,7 +251,7 @@ class DuckDBEngine:
             try:
                 got = con.execute(sql.format(**tokens)).fetchnumpy()
             except duckdb.Error as exc:
-                raise InvalidDataError(f"could not read {source!s:.200}: {exc}") from exc
+                raise InvalidDataError(f"could not read {_named(source)}: {exc}") from exc
             return {str(k): _column(v) for k, v in got.items()}
         finally:
             con.close()
@@ -288,4 +301,10 @@ def _read_error(source: Any, exc: Exception) -> str:
                 f"line endings, which the CSV reader refuses; convert it first, e.g. "
                 f"sed -i 's/\\r$//' {source!s:.200}")
     lines = str(exc).strip().splitlines() or [type(exc).__name__]
-    return f"could not read {source!s:.200}: {lines[0][:300]}"
+    return f"could not read {_named(source)}: {lines[0][:300]}"
+
+
+def _named(source: Any) -> str:
+    """The source in a message: a path (200 characters at most) or the table's kind
+    (never its rows)."""
+    return describe_table(source) if is_table(source) else f"{source!s:.200}"

@@ -1,9 +1,11 @@
 """The distributed engine: Apache Spark SQL.
 
 A step's SQL runs as ``spark.sql`` over a temporary view ``{source}`` of the input (a
-Spark ``DataFrame`` made from the file or the pandas frame, the requested columns
-converted by the engines' rule). Row functions run as pandas UDFs (Arrow batches), the
-same numpy code as on DuckDB. Only the query's result is brought to the driver.
+Spark ``DataFrame`` made from the file or the in-memory table, the requested columns
+converted by the engines' rule; a polars ``DataFrame``/``LazyFrame`` or a pyarrow
+``Table`` is converted to pandas first, its requested columns only). Row functions run
+as pandas UDFs (Arrow batches), the same numpy code as on DuckDB. Only the query's
+result is brought to the driver.
 
 pyspark (with pandas and pyarrow) is an optional dependency, extra ``spark``, imported
 when the engine is built. Spark 3.5 or later; the ANSI SQL mode may be on or off.
@@ -26,9 +28,9 @@ from privot.engines.base import (
     VectorFunction,
     check_columns,
     check_names,
-    is_pandas_frame,
     resolve_file,
 )
+from privot.engines.tables import TABLES, describe_table, is_table, table_columns, to_pandas
 from privot.errors import InvalidDataError, InvalidParameterError
 
 __all__ = ["DIALECT", "SparkEngine"]
@@ -94,18 +96,21 @@ class SparkEngine:
     def _read(self, source: Any, wanted: list[str], sep: str | None,
               names: Sequence[str] | None) -> Any:
         sql = _sql()
-        if isinstance(source, sql.DataFrame) or is_pandas_frame(source):
+        if isinstance(source, sql.DataFrame) or is_table(source):
             if sep is not None or names is not None:
                 raise InvalidParameterError("sep/names", (sep, names),
-                                            "None for an in-memory DataFrame")
-            check_columns(wanted, [str(c) for c in source.columns], "the DataFrame")
+                                            "None for an in-memory table")
             if isinstance(source, sql.DataFrame):
+                check_columns(wanted, [str(c) for c in source.columns], "the DataFrame")
                 return source
-            return self.spark.createDataFrame(source[list(dict.fromkeys(wanted))])
+            check_columns(wanted, table_columns(source), describe_table(source))
+            # polars and pyarrow tables go through pandas (the same values as the
+            # equivalent pandas DataFrame, hence the same aggregate)
+            return self.spark.createDataFrame(to_pandas(source, wanted))
         if not isinstance(source, (str, os.PathLike)):
             raise InvalidParameterError(
                 "source", type(source).__name__,
-                "a path to a CSV/TSV/Parquet file or a pandas or Spark DataFrame")
+                f"a path to a CSV/TSV/Parquet file, a Spark DataFrame, {TABLES}")
         names = check_names(names)
         file = resolve_file(source, sep, names)
         path = str(file.path)

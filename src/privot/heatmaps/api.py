@@ -149,11 +149,13 @@ def private_heatmap(data: Any = None, params: HeatmapParams | None = None, *,
 
     Parameters
     ----------
-    data : DataFrame, mapping of columns, path, CellSums, or None
-        * a pandas DataFrame (or a dict of arrays): one row per point; ``user``, ``x``,
-          ``y`` name its columns (defaults ``"user_id"``, ``"longitude"``,
-          ``"latitude"``: the columns of :func:`~privot.heatmaps.aggregate_user_cells`
-          and ``privot heatmap``; :mod:`privot.heatmaps.points`);
+    data : table, mapping of columns, path, CellSums, or None
+        * a table (a pandas or polars DataFrame, a polars LazyFrame, a pyarrow Table:
+          the same release, bit for bit, from each; :mod:`privot.engines.tables`) or a
+          dict of arrays: one row per point; ``user``, ``x``, ``y`` name its columns
+          (defaults ``"user_id"``, ``"longitude"``, ``"latitude"``: the columns of
+          :func:`~privot.heatmaps.aggregate_user_cells` and ``privot heatmap``;
+          :mod:`privot.heatmaps.points`);
         * a path to a CSV/TSV/Parquet file of such rows (read by an engine, DuckDB
           unless ``engine`` names another);
         * None: ``user``, ``x``, ``y`` are the ``(n,)`` arrays themselves;

@@ -161,10 +161,12 @@ def aggregate_user_cells(source: Any, *, grid: Grid, user_column: str = DEFAULT_
 
     Parameters
     ----------
-    source : str, path-like or DataFrame
+    source : str, path-like or table
         A ``.csv``/``.tsv`` file, optionally ``.gz`` (header line unless ``names``), a
-        ``.parquet`` file or folder, an in-memory pandas ``DataFrame``, or (Spark
-        engine) a Spark ``DataFrame``. One row per point.
+        ``.parquet`` file or folder, an in-memory table (a pandas or polars
+        ``DataFrame``, a polars ``LazyFrame`` or a pyarrow ``Table``: the same sums, bit
+        for bit, from each; :mod:`privot.engines.tables`), or (Spark engine) a Spark
+        ``DataFrame``. One row per point.
     grid : Grid
         The public grid (bounds and :math:`\Delta`).
     user_column, x_column, y_column : str

@@ -11,7 +11,9 @@ without them is refused with a message naming its columns and how to pass them.
 :func:`cell_sums_from_input` turns the three accepted inputs into the
 :class:`~privot.heatmaps.aggregate.CellSums` :math:`\mathbf s = \sum_u \mathbf p_u` the
 mechanisms read: a ``CellSums`` already aggregated on the grid (an engine's), a table
-(pandas DataFrame or mapping of columns), or ``(n,)`` arrays with ``data=None``.
+(a pandas or polars ``DataFrame``, a polars ``LazyFrame``, a pyarrow ``Table``, or a
+mapping of columns; :mod:`privot.engines.tables`: the same cell sums, bit for bit,
+whichever kind holds the rows), or ``(n,)`` arrays with ``data=None``.
 
 Privacy
 -------
@@ -28,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from privot._usable import coordinate_column, swapped_axes_hint, usable_rows
+from privot.engines.tables import TABLES, is_table, table_arrays, table_columns
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.grid import DEFAULT_USER_COLUMN, DEFAULT_X_COLUMN, DEFAULT_Y_COLUMN, Grid
 from privot.heatmaps.aggregate import CellSums, user_distributions_sum
@@ -55,19 +58,25 @@ def _how_to_name(name: str, columns: list[Any]) -> str:
             f"name the table's own with user=, x=, y=, e.g. {example}")
 
 
-def _column(data: Any, name: str, value: object) -> np.ndarray:
-    """The ``(n,)`` column ``name`` (``user``, ``x`` or ``y``) of a table."""
+def _column_name(name: str, value: object, columns: list[Any]) -> Any:
+    """The column of ``name`` (``user``, ``x`` or ``y``), checked against ``columns``."""
     col = _DEFAULTS[name] if value is None else value
     if isinstance(col, np.ndarray) or (not isinstance(col, str) and hasattr(col, "__len__")):
         raise InvalidParameterError(name, type(col).__name__, "a column name of data (pass "
                                     "data=None to give arrays)")
-    columns = list(data.columns) if hasattr(data, "columns") else list(data.keys())
     if col not in columns:
         allowed = f"a column of data; its columns are {columns}"
         if value is None:  # the default: say what it is and how to name another
             allowed += f"; {_how_to_name(name, columns)}"
         raise InvalidParameterError(name, col, allowed)
-    v = data[col]
+    return col
+
+
+def _column(data: Any, name: str, value: object) -> np.ndarray:
+    """The ``(n,)`` column ``name`` (``user``, ``x`` or ``y``) of a mapping or another
+    DataFrame-like object."""
+    columns = list(data.columns) if hasattr(data, "columns") else list(data.keys())
+    v = data[_column_name(name, value, columns)]
     # missing values stay missing: user_distributions_sum drops such rows (the one rule)
     return v.to_numpy() if hasattr(v, "to_numpy") else np.asarray(v)
 
@@ -80,14 +89,19 @@ def _columns(data: Any, user: object, x: object, y: object) -> dict[str, np.ndar
         for name, v in given:
             if v is None or isinstance(v, str):
                 raise InvalidParameterError(
-                    name, v, "an array when data is None (or pass a DataFrame or a "
-                    "CellSums as data)")
+                    name, v, "an array when data is None (or pass a table (DataFrame, "
+                    "pyarrow Table) or a CellSums as data)")
             cols[name] = np.asarray(v)
         return cols
+    if is_table(data):  # pandas, polars, pyarrow: the same arrays from each
+        columns = table_columns(data)
+        names = {name: _column_name(name, v, columns) for name, v in given}
+        arrays = table_arrays(data, list(names.values()))
+        return {name: arrays[col] for name, col in names.items()}
     if hasattr(data, "columns") or isinstance(data, Mapping):
         return {name: _column(data, name, v) for name, v in given}
     raise InvalidParameterError("data", type(data).__name__,
-                                "a pandas DataFrame, a mapping of columns, a CellSums "
+                                f"{TABLES}, a mapping of columns, a CellSums "
                                 "or None (with user=, x=, y= arrays)")
 
 
@@ -97,8 +111,9 @@ def cell_sums_from_input(data: Any, user: object, x: object, y: object, grid: Gr
 
     Parameters
     ----------
-    data : CellSums, DataFrame, mapping of columns, or None
-        See :func:`~privot.heatmaps.private_heatmap`.
+    data : CellSums, table, mapping of columns, or None
+        See :func:`~privot.heatmaps.private_heatmap`; a table is a pandas or polars
+        ``DataFrame``, a polars ``LazyFrame`` or a pyarrow ``Table``.
     user, x, y : str, array or None
         Column names of a table (None: the defaults), ``(n,)`` arrays with
         ``data=None``, None with a ``CellSums``.

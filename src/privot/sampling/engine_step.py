@@ -172,9 +172,11 @@ def user_cell_counts(source: Any, *, grid: Grid, user_column: str = DEFAULT_USER
 
     Parameters
     ----------
-    source : str, path-like or DataFrame
-        CSV/TSV (optionally ``.gz``), Parquet, a pandas ``DataFrame`` (Spark: also a
-        Spark ``DataFrame``). One row per point.
+    source : str, path-like or table
+        CSV/TSV (optionally ``.gz``), Parquet, a pandas or polars ``DataFrame``, a polars
+        ``LazyFrame`` or a pyarrow ``Table`` (the same counts, bit for bit, from each:
+        :mod:`privot.engines.tables`; Spark: also a Spark ``DataFrame``). One row per
+        point.
     grid : Grid
         The public grid; its cells are the :math:`k` input points of the mechanism.
     user_column, x_column, y_column : str
