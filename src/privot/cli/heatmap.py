@@ -15,7 +15,12 @@ publishable (the public parameters and the noisy release only)
       block of non-zero cells (row, col, side, centre x/y, bounds, value, mass; zero
       cells left out); ``distribution.geojson`` -- the same blocks as polygons (RFC 7946,
       lon/lat); ``distribution.tif`` -- a north-up GeoTIFF (with rasterio, the ``gis``
-      extra; skipped with a note without it);
+      extra; skipped with a note without it); ``distribution.parquet`` -- the same blocks
+      as GeoParquet 1.1 (WKB polygons; with pyarrow, skipped with a note without it);
+    * with ``--tessellation FILE`` (a public GeoJSON/GeoParquet of polygon tiles):
+      ``tiles.csv`` (tile id, mass) and ``tiles.geojson`` (the tiles with a mass
+      property) -- the released distribution carried over to the tiles by exact area
+      weighting (``privot.heatmaps.tessellation``; ``docs/heatmap_tessellations.md``);
     * ``heatmap.npy`` (``.npz`` from Delta = 2048) -- its Gaussian-filtered heatmap;
       ``heatmap.png`` -- a picture (``--scale``, default sqrt);
     * ``release.json`` -- what was released, its guarantee, parameters, file layout.
@@ -104,7 +109,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                "uniform dyadic blocks: row, col, side, centre x/y, bounds, value, mass), "
                "distribution.geojson (the same blocks as lon/lat polygons), "
                "distribution.tif (north-up GeoTIFF; needs rasterio: pip install "
-               "'privot[gis]'), heatmap.npy, heatmap.png, release.json; from "
+               "'privot[gis]'), distribution.parquet (GeoParquet; needs pyarrow), "
+               "heatmap.npy, heatmap.png, release.json; with --tessellation tiles.csv and "
+               "tiles.geojson (mass per public tile); from "
                "--resolution 2048 on the dense arrays are .npz (compressed) and there is "
                "no dense distribution.csv (docs/heatmaps_outputs.md). Curator-only, never "
                "publish: "
@@ -148,6 +155,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", choices=_SCALES, default=_DEFAULT_SCALE,
                    help="colour scale of heatmap.png (default: %(default)s, which keeps "
                         "secondary hotspots visible)")
+    p.add_argument("--tessellation", default=None, metavar="FILE",
+                   help="a public tessellation (GeoJSON FeatureCollection of Polygon/"
+                        "MultiPolygon features, or GeoParquet of WKB polygons) in the "
+                        "coordinates of --bounds: also write tiles.csv and tiles.geojson, "
+                        "each tile's share of the released distribution (exact area "
+                        "weighting; post-processing, no extra budget)")
+    p.add_argument("--tessellation-id", default=None, metavar="PROP",
+                   help="the tile id property of --tessellation (default: 'id' when every "
+                        "feature has one, else the GeoJSON feature id, else the feature "
+                        "index)")
     p.add_argument("--max-memory", default=None, metavar="SIZE",
                    help="refuse a --resolution whose dense arrays need more memory than "
                         "SIZE, such as 16GB (default: half of this machine's RAM)")
@@ -164,7 +181,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 #: Every publishable file ``privot heatmap`` may write (privot.heatmaps.outputs).
 PUBLISHABLE = ("distribution.npy", "distribution.npz", "distribution.csv",
                "distribution_cells.csv", "distribution.geojson", "distribution.tif",
-               "heatmap.npy", "heatmap.npz", "heatmap.png", "release.json")
+               "distribution.parquet", "heatmap.npy", "heatmap.npz", "heatmap.png",
+               "tiles.csv", "tiles.geojson", "release.json")
 
 
 def _check_min_users(args: argparse.Namespace) -> None:
@@ -175,6 +193,22 @@ def _check_min_users(args: argparse.Namespace) -> None:
         raise InvalidParameterError("--min-users", args.min_users, "only with --target-error")
     if args.min_users < 1:
         raise InvalidParameterError("--min-users", args.min_users, "an integer >= 1")
+
+
+def _tessellation(args: argparse.Namespace, grid: object) -> object:
+    """``--tessellation``: the public tiles, read and checked (a missing or invalid file,
+    no tile, a non-polygon, tiles away from --bounds: refused), or None. Public."""
+    if args.tessellation is None:
+        if args.tessellation_id is not None:
+            raise InvalidParameterError("--tessellation-id", args.tessellation_id,
+                                        "only with --tessellation")
+        return None
+    from privot.heatmaps.tessellation import check_overlap, read_tessellation
+
+    tess = read_tessellation(args.tessellation, id_property=args.tessellation_id,
+                             name="--tessellation")
+    check_overlap(tess, grid, name="--tessellation")
+    return tess
 
 
 def _plan(args: argparse.Namespace, params: object) -> tuple[object, object]:
@@ -218,6 +252,7 @@ def _run(args: argparse.Namespace) -> int:
                                        threshold=args.threshold)
     except InvalidParameterError as exc:
         raise InvalidParameterError(f"--{exc.name}", exc.value, exc.allowed) from None
+    tessellation = _tessellation(args, grid)  # public: read and checked before the data
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     out = OutputFolder(args.output, command="heatmap", force=args.force,
                        publishable=PUBLISHABLE)
@@ -266,7 +301,7 @@ def _run(args: argparse.Namespace) -> int:
     written = result.save(out.path, scale=args.scale, release_extra={"engine": args.engine,
                                                              **planned_release(plan)},
                           curator={"seconds": {"aggregate": t_aggregate}},
-                          data_warnings=data_warnings)
+                          data_warnings=data_warnings, tessellation=tessellation)
     out.record(written)
 
     say = say_from_args(args)

@@ -16,8 +16,8 @@ edge** ``y_min``, ``col`` along ``x`` (the longitude) with col 0 at the western 
 dense files (``.npy``, ``.npz``, ``distribution.csv``) keep that layout, so the first
 line of ``distribution.csv`` is the *southern* row (a picture drawn from it is upside
 down unless drawn with ``origin="lower"``). The GeoTIFF is written north-up (its first
-raster row is the northern row ``Delta - 1``), as GIS tools expect; the long table and
-the GeoJSON carry coordinates, so they need no convention.
+raster row is the northern row ``Delta - 1``), as GIS tools expect; the long table, the
+GeoJSON and the GeoParquet carry coordinates, so they need no convention.
 
 Cell blocks
 -----------
@@ -29,7 +29,16 @@ cell uniformly over its leaves (``reconstruct.py``), so a ``4096 x 4096`` releas
 side`` square of cells aligned on multiples of ``side``, every cell of which has the
 same value, not contained in a larger such square. ``side = 1`` rows are single cells;
 cells with zero mass are left out. The listing is exact: :func:`blocks_to_matrix`
-rebuilds the matrix.
+rebuilds the matrix. ``distribution.parquet`` (GeoParquet 1.1, written when pyarrow is
+installed; :mod:`privot.heatmaps.geoparquet`) holds the same rows with each block's
+rectangle as a WKB polygon.
+
+Tessellations
+-------------
+``save_heatmap(..., tessellation=FILE)`` also writes ``tiles.csv`` and ``tiles.geojson``:
+the released mass of each tile of a public tessellation
+(:mod:`privot.heatmaps.tessellation`; exact area weighting), and records the file's name
+and SHA-256 and ``mass_outside_tessellation`` in ``release.json``.
 
 Memory
 ------
@@ -40,7 +49,8 @@ and refuses, before any data is read, a resolution that would not fit
 Privacy
 -------
 No release here. Every publishable file is a function of the released distribution,
-its filtered heatmap and the public parameters (post-processing); the curator report
+its filtered heatmap and the public parameters -- the public tessellation among them --
+(post-processing); the curator report
 (exact counts, timings, data warnings) goes to ``curator-report.json`` only. The memory
 check reads the public resolution only.
 """
@@ -56,6 +66,13 @@ import numpy as np
 from privot._optional import figure_possible
 from privot._result import CURATOR_REPORT, write_curator_report, write_release
 from privot.errors import InvalidParameterError
+from privot.heatmaps.blocks import (  # noqa: F401 - re-exported, the writers' geometry
+    block_geometry,
+    blocks_to_matrix,
+    cell_blocks,
+    geographic_bounds,
+)
+from privot.heatmaps.geoparquet import write_geoparquet
 from privot.heatmaps.memory import (
     DEFAULT_MEMORY_FRACTION,
     MEMORY_COPIES,
@@ -74,6 +91,7 @@ __all__ = [
     "DENSE_MAX_RESOLUTION",
     "MAX_CSV_ROWS",
     "MAX_GEOJSON_FEATURES",
+    "MAX_GEOPARQUET_ROWS",
     "MEMORY_COPIES",
     "PUBLISHABLE_FILES",
     "SavableHeatmap",
@@ -91,10 +109,12 @@ __all__ = [
 ]
 
 #: Every publishable file :func:`save_heatmap` may write (which ones depend on the
-#: resolution, on rasterio being installed and on the number of non-zero blocks).
+#: resolution, on rasterio and pyarrow being installed, on the number of non-zero blocks
+#: and on a tessellation being given).
 PUBLISHABLE_FILES = ("distribution.npy", "distribution.npz", "distribution.csv",
                      "distribution_cells.csv", "distribution.geojson", "distribution.tif",
-                     "heatmap.npy", "heatmap.npz", "heatmap.png", "release.json")
+                     "distribution.parquet", "heatmap.npy", "heatmap.npz", "heatmap.png",
+                     "tiles.csv", "tiles.geojson", "release.json")
 #: The curator-only files (exact counts, timings, data warnings: never publish).
 CURATOR_FILES = (CURATOR_REPORT,)
 
@@ -107,6 +127,9 @@ DENSE_MAX_RESOLUTION = 2048
 MAX_CSV_ROWS = 1_000_000
 #: The GeoJSON is skipped past this many features (about 200 bytes each).
 MAX_GEOJSON_FEATURES = 250_000
+#: The GeoParquet is skipped past this many rows (about 190 bytes each in memory).
+MAX_GEOPARQUET_ROWS = 4_000_000
+
 class SavableHeatmap(Protocol):
     """What :func:`save_heatmap` reads of a release (a
     :class:`~privot.heatmaps.result.HeatmapResult` is one)."""
@@ -120,77 +143,6 @@ class SavableHeatmap(Protocol):
     def release_dict(self) -> dict[str, Any]: ...
 
     def curator_report(self) -> dict[str, Any]: ...
-
-
-# -- geometry -----------------------------------------------------------------------------
-
-
-def geographic_bounds(bounds: Sequence[float]) -> bool:
-    """True when ``(x_min, x_max, y_min, y_max)`` fits in longitude [-180, 180] x
-    latitude [-90, 90] (the public bounds only): the outputs then say EPSG:4326."""
-    x0, x1, y0, y1 = (float(v) for v in bounds)
-    return -180.0 <= x0 < x1 <= 180.0 and -90.0 <= y0 < y1 <= 90.0
-
-
-def cell_blocks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The maximal uniform dyadic blocks of non-zero cells of a square matrix.
-
-    Returns
-    -------
-    row, col, side : (k,) int64 arrays
-        South-west cell and side (in cells) of each block; sorted by ``(row, col)``.
-    value : (k,) float64 array
-        The value of every cell of the block (its mass is ``value * side**2``).
-    """
-    a = np.asarray(values, dtype=np.float64)
-    d = a.shape[0]
-    if a.ndim != 2 or a.shape[1] != d:
-        raise InvalidParameterError("values", a.shape, "a square (Delta, Delta) array")
-    sides = [1]
-    if d & (d - 1) == 0:
-        while sides[-1] < d:
-            sides.append(2 * sides[-1])
-    lo, hi, uniform = {1: a}, {1: a}, {1: np.ones(a.shape, dtype=bool)}
-    for prev, b in zip(sides[:-1], sides[1:], strict=False):
-        m = d // b
-        lo[b] = lo[prev].reshape(m, 2, m, 2).min(axis=(1, 3))
-        hi[b] = hi[prev].reshape(m, 2, m, 2).max(axis=(1, 3))
-        uniform[b] = (lo[b] == hi[b]) & uniform[prev].reshape(m, 2, m, 2).all(axis=(1, 3))
-    rows, cols, sizes, vals = [], [], [], []
-    for i, b in enumerate(sides):
-        keep = uniform[b] & (lo[b] != 0)
-        if i + 1 < len(sides):  # maximal: the parent block is not uniform
-            parent = uniform[sides[i + 1]]
-            keep &= ~np.repeat(np.repeat(parent, 2, axis=0), 2, axis=1)
-        r, c = np.nonzero(keep)
-        rows.append(r * b)
-        cols.append(c * b)
-        sizes.append(np.full(r.size, b, dtype=np.int64))
-        vals.append(lo[b][r, c])
-    row = np.concatenate(rows).astype(np.int64)
-    col = np.concatenate(cols).astype(np.int64)
-    side = np.concatenate(sizes)
-    value = np.concatenate(vals)
-    order = np.lexsort((col, row))
-    return row[order], col[order], side[order], value[order]
-
-
-def blocks_to_matrix(row: Any, col: Any, side: Any, value: Any, resolution: int) -> np.ndarray:
-    """The ``(Delta, Delta)`` matrix a block listing (:func:`cell_blocks`, or the
-    columns of ``distribution_cells.csv``) describes."""
-    out = np.zeros((int(resolution), int(resolution)))
-    for r, c, s, v in zip(np.asarray(row, dtype=np.int64), np.asarray(col, dtype=np.int64),
-                          np.asarray(side, dtype=np.int64), np.asarray(value, dtype=float),
-                          strict=True):
-        out[r:r + s, c:c + s] = v
-    return out
-
-
-def _block_geometry(grid: Grid, row: np.ndarray, col: np.ndarray, side: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    x0, _, y0, _ = grid.bounds
-    w, h = grid.cell_width, grid.cell_height
-    return x0 + col * w, y0 + row * h, x0 + (col + side) * w, y0 + (row + side) * h
 
 
 # -- writers ------------------------------------------------------------------------------
@@ -211,7 +163,7 @@ def write_cells_csv(path: str | Path, values: np.ndarray, grid: Grid, *,
     out. Returns the number of rows.
     """
     row, col, side, value = cell_blocks(values) if blocks is None else blocks
-    xa, ya, xb, yb = _block_geometry(grid, row, col, side)
+    xa, ya, xb, yb = block_geometry(grid, row, col, side)
     table = np.column_stack([row, col, side, (xa + xb) / 2, (ya + yb) / 2, xa, ya, xb, yb,
                              value, value * side.astype(np.float64) ** 2])
     fmt = ["%d", "%d", "%d"] + ["%.12g"] * 6 + ["%.9g", "%.9g"]
@@ -231,7 +183,7 @@ def write_geojson(path: str | Path, values: np.ndarray, grid: Grid, *,
     each a polygon with ``row, col, side, value, mass`` (as in :func:`write_cells_csv`).
     Returns the number of features."""
     row, col, side, value = cell_blocks(values) if blocks is None else blocks
-    xa, ya, xb, yb = _block_geometry(grid, row, col, side)
+    xa, ya, xb, yb = block_geometry(grid, row, col, side)
     feats = []
     for i in range(row.size):
         a, b, c, d = _num(xa[i]), _num(ya[i]), _num(xb[i]), _num(yb[i])
@@ -295,14 +247,24 @@ def outputs_description(resolution: int, *, crs: str | None) -> dict[str, Any]:
                                   "mass (value * side^2); zero cells are left out",
         "distribution.geojson": "the same blocks as polygons (RFC 7946, [x, y] = "
                                 "[longitude, latitude])",
+        "distribution.parquet": "the same blocks as GeoParquet 1.1 (columns of "
+                                "distribution_cells.csv and a WKB polygon geometry)",
         "crs": crs,
     }
+
+
+_TILES_OUTPUTS = {
+    "tiles.csv": "tile_id, mass: each tile's share of the released distribution (the "
+                 "tessellation's order; see tessellation.rule)",
+    "tiles.geojson": "the tessellation's features with a mass property",
+}
 
 
 def save_heatmap(result: SavableHeatmap, folder: str | Path, *, scale: str | None = None,
                  crs: str | None = "auto", release_extra: Mapping[str, Any] | None = None,
                  curator: Mapping[str, Any] | None = None,
-                 data_warnings: Sequence[str] = (), png: bool = True
+                 data_warnings: Sequence[str] = (), png: bool = True,
+                 tessellation: Any = None, tessellation_id: str | None = None
                  ) -> dict[str, list[str]]:
     """Write ``result`` into ``folder`` as ``privot heatmap`` does.
 
@@ -315,8 +277,9 @@ def save_heatmap(result: SavableHeatmap, folder: str | Path, *, scale: str | Non
     scale : {"linear", "sqrt", "log"}, optional
         Colour scale of ``heatmap.png`` (default :data:`privot.heatmaps.plot.DEFAULT_SCALE`).
     crs : str or None, default "auto"
-        CRS of the GeoTIFF: ``"auto"`` says EPSG:4326 when the public bounds fit in
-        longitude/latitude ranges (:func:`geographic_bounds`) and nothing otherwise.
+        CRS of the GeoTIFF and the GeoParquet: ``"auto"`` says EPSG:4326 when the public
+        bounds fit in longitude/latitude ranges (:func:`geographic_bounds`) and nothing
+        otherwise.
     release_extra : mapping, optional
         Public fields added to ``release.json`` (the CLI adds its engine).
     curator : mapping, optional
@@ -325,6 +288,15 @@ def save_heatmap(result: SavableHeatmap, folder: str | Path, *, scale: str | Non
         Warnings raised while the data was read (curator-only).
     png : bool, default True
         Draw ``heatmap.png`` (needs matplotlib, the ``plot`` extra).
+    tessellation : path or Tessellation, optional
+        A public tessellation (GeoJSON or GeoParquet file, or a
+        :class:`~privot.heatmaps.tessellation.Tessellation`): also write ``tiles.csv``
+        and ``tiles.geojson`` (each tile's released mass) and record the tessellation
+        and ``mass_outside_tessellation`` in ``release.json``. Checked before anything
+        is written.
+    tessellation_id : str, optional
+        With a tessellation file: the property holding the tile ids (default ``"id"``
+        or the feature index; :func:`~privot.heatmaps.tessellation.read_tessellation`).
 
     Returns
     -------
@@ -337,14 +309,17 @@ def save_heatmap(result: SavableHeatmap, folder: str | Path, *, scale: str | Non
     scale = DEFAULT_SCALE if scale is None else scale
     if scale not in SCALES:
         raise InvalidParameterError("scale", scale, f"one of {SCALES}")
+    grid = result.grid
+    blocks = cell_blocks(result.distribution)
+    tess, tiles = _tiles(result, tessellation, tessellation_id, blocks)  # before writing
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    grid = result.grid
     d = grid.resolution
     if crs == "auto":
         crs = "EPSG:4326" if geographic_bounds(grid.bounds) else None
     public: list[str] = []
     notes: list[str] = []
+    extra_release: dict[str, Any] = {}
     # dense matrices
     if d < DENSE_MAX_RESOLUTION:
         np.save(folder / "distribution.npy", result.distribution)
@@ -358,34 +333,25 @@ def save_heatmap(result: SavableHeatmap, folder: str | Path, *, scale: str | Non
         public += ["distribution.npz", "heatmap.npz"]
         notes.append(f"Delta = {d} >= {DENSE_MAX_RESOLUTION}: dense arrays compressed "
                      "(.npz); no dense distribution.csv (see distribution_cells.csv)")
-    # GIS
-    blocks = cell_blocks(result.distribution)
-    n = int(blocks[0].size)
-    if n <= MAX_CSV_ROWS:
-        write_cells_csv(folder / "distribution_cells.csv", result.distribution, grid,
-                        blocks=blocks)
-        public.append("distribution_cells.csv")
-    else:
-        notes.append(f"distribution_cells.csv skipped: {n} non-zero blocks > {MAX_CSV_ROWS}")
-    if n <= MAX_GEOJSON_FEATURES:
-        write_geojson(folder / "distribution.geojson", result.distribution, grid,
-                      blocks=blocks)
-        public.append("distribution.geojson")
-    else:
-        notes.append(f"distribution.geojson skipped: {n} non-zero blocks > "
-                     f"{MAX_GEOJSON_FEATURES}")
-    if write_geotiff(folder / "distribution.tif", result.distribution, grid, crs=crs):
-        public.append("distribution.tif")
-    else:
-        notes.append("distribution.tif skipped: rasterio is not installed "
-                     "(pip install 'privot[gis]')")
+    _write_gis(folder, result.distribution, grid, blocks, crs, public, notes)
+    if tiles is not None:
+        from privot.heatmaps.tessellation import write_tiles_csv, write_tiles_geojson
+
+        write_tiles_csv(folder / "tiles.csv", tiles)
+        write_tiles_geojson(folder / "tiles.geojson", tess, tiles)
+        public += ["tiles.csv", "tiles.geojson"]
+        extra_release = {"tessellation": tess.describe(),
+                         "mass_outside_tessellation": tiles.mass_outside}
     if png and figure_possible("heatmap.png", notes):
         fig = result.plot(scale=scale)
         fig.savefig(folder / "heatmap.png", dpi=120, format="png", bbox_inches="tight")
         public.append("heatmap.png")
     public.append("release.json")
+    outputs = outputs_description(d, crs=crs)
+    if tiles is not None:
+        outputs.update(_TILES_OUTPUTS)
     write_release(folder, {**result.release_dict(), **dict(release_extra or {}),
-                           "outputs": outputs_description(d, crs=crs),
+                           **extra_release, "outputs": outputs,
                            "png_scale": scale if png else None}, public)
     # curator-only
     report = result.curator_report()
@@ -395,3 +361,62 @@ def save_heatmap(result: SavableHeatmap, folder: str | Path, *, scale: str | Non
     write_curator_report(folder, {**report, **extra, "data_warnings": list(data_warnings)},
                          CURATOR_FILES)
     return {"publishable": sorted(public), "curator": list(CURATOR_FILES), "notes": notes}
+
+
+def _tiles(result: SavableHeatmap, tessellation: Any, tessellation_id: str | None,
+           blocks: tuple) -> tuple[Any, Any]:
+    """``(tessellation, tile masses)`` of a public tessellation, or ``(None, None)``;
+    the tessellation is read and checked here, before anything is written."""
+    if tessellation is None:
+        if tessellation_id is not None:
+            raise InvalidParameterError("tessellation_id", tessellation_id,
+                                        "only with a tessellation")
+        return None, None
+    from privot.heatmaps.tessellation import (
+        Tessellation,
+        aggregate_to_tiles,
+        read_tessellation,
+    )
+
+    if isinstance(tessellation, Tessellation):
+        if tessellation_id is not None:
+            raise InvalidParameterError("tessellation_id", tessellation_id,
+                                        "only with a tessellation file")
+        tess = tessellation
+    else:
+        tess = read_tessellation(tessellation, id_property=tessellation_id)
+    return tess, aggregate_to_tiles(result, tess, blocks=blocks)
+
+
+def _write_gis(folder: Path, distribution: np.ndarray, grid: Grid, blocks: tuple,
+               crs: str | None, public: list[str], notes: list[str]) -> None:
+    """The GIS files of the distribution (cells CSV, GeoJSON, GeoTIFF, GeoParquet), each
+    skipped with a note past its size limit or without its optional dependency."""
+    n = int(blocks[0].size)
+    if n <= MAX_CSV_ROWS:
+        write_cells_csv(folder / "distribution_cells.csv", distribution, grid,
+                        blocks=blocks)
+        public.append("distribution_cells.csv")
+    else:
+        notes.append(f"distribution_cells.csv skipped: {n} non-zero blocks > {MAX_CSV_ROWS}")
+    if n <= MAX_GEOJSON_FEATURES:
+        write_geojson(folder / "distribution.geojson", distribution, grid,
+                      blocks=blocks)
+        public.append("distribution.geojson")
+    else:
+        notes.append(f"distribution.geojson skipped: {n} non-zero blocks > "
+                     f"{MAX_GEOJSON_FEATURES}")
+    if write_geotiff(folder / "distribution.tif", distribution, grid, crs=crs):
+        public.append("distribution.tif")
+    else:
+        notes.append("distribution.tif skipped: rasterio is not installed "
+                     "(pip install 'privot[gis]')")
+    if n > MAX_GEOPARQUET_ROWS:
+        notes.append(f"distribution.parquet skipped: {n} non-zero blocks > "
+                     f"{MAX_GEOPARQUET_ROWS}")
+    elif write_geoparquet(folder / "distribution.parquet", distribution, grid,
+                          blocks=blocks, crs=crs):
+        public.append("distribution.parquet")
+    else:
+        notes.append("distribution.parquet skipped: pyarrow is not installed "
+                     "(pip install pyarrow, or 'privot[datasets]')")

@@ -300,14 +300,18 @@ class HeatmapResult(ReleaseResult):
         return f"{first}\n{smooth}\n{blocks}"
 
     def save(self, folder: Any, *, scale: str | None = None, crs: str | None = "auto",
+             tessellation: Any = None, tessellation_id: str | None = None,
              **kwargs: Any) -> dict[str, list[str]]:
         """Write the files ``privot heatmap`` writes into ``folder``
         (:func:`privot.heatmaps.outputs.save_heatmap`): the publishable release files
-        and ``curator-report.json`` (curator-only).
+        and ``curator-report.json`` (curator-only). With a public ``tessellation`` (a
+        GeoJSON/GeoParquet file or a :class:`~privot.heatmaps.tessellation.Tessellation`;
+        ``tessellation_id``: its id property) also ``tiles.csv`` and ``tiles.geojson``.
 
         Returns
         -------
         dict
             ``{"publishable": [...], "curator": [...], "notes": [...]}``.
         """
-        return save_heatmap(self, folder, scale=scale, crs=crs, **kwargs)
+        return save_heatmap(self, folder, scale=scale, crs=crs, tessellation=tessellation,
+                            tessellation_id=tessellation_id, **kwargs)
