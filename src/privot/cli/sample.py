@@ -275,7 +275,8 @@ def _run(args: argparse.Namespace) -> int:
                                                                **planned_release(plan)},
                             curator={"n_users_without_points_inside": counts.n_users_empty,
                                      "seconds": seconds},
-                            data_warnings=data_warnings, estimator=args.estimator)
+                            data_warnings=data_warnings, estimator=args.estimator,
+                            columns=args.columns[:2])  # the axis labels of sample.png
     out.record(written)
 
     say = say_from_args(args)

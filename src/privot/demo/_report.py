@@ -13,7 +13,12 @@ import numpy as np
 from privot._jsonable import write_json
 from privot.demo._ledgers import create_ledger
 
-__all__ = ["Section", "DemoContext", "new_figure", "save_figure", "write_report"]
+__all__ = ["NOISE_SE", "Section", "DemoContext", "compare_means", "comparison_phrase",
+           "new_figure", "save_figure", "write_report"]
+
+#: A difference of two means counts only beyond this many combined standard errors,
+#: :math:`\sqrt{se_1^2 + se_2^2}` (:func:`compare_means`).
+NOISE_SE = 2.0
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,55 @@ def new_figure(nrows: int = 1, ncols: int = 1, *,
     fig = mfigure.Figure(figsize=figsize, layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     return fig, axes
+
+
+def compare_means(a: float, se_a: float, b: float, se_b: float, *,
+                  lower_is_better: bool = True) -> int:
+    r"""Which of two means is better, counting only a difference beyond the noise.
+
+    The report's rule for every comparison of two estimated means: ``a`` beats ``b`` only
+    when they differ by more than :data:`NOISE_SE` combined standard errors,
+    :math:`|a - b| > 2 \sqrt{se_a^2 + se_b^2}`; otherwise they are within noise of each
+    other (about a 95% two-sided test of equal means for independent estimates).
+
+    Parameters
+    ----------
+    a, b : float
+        The two means.
+    se_a, se_b : float
+        Their standard errors (>= 0).
+    lower_is_better : bool, default True
+        Whether the smaller mean is the better one (an error) or the larger (a score).
+
+    Returns
+    -------
+    int
+        1: ``a`` beats ``b``; -1: ``b`` beats ``a``; 0: within noise of each other.
+    """
+    margin = NOISE_SE * float(np.hypot(se_a, se_b))
+    diff = (b - a) if lower_is_better else (a - b)  # > 0: a is better
+    if diff > margin:
+        return 1
+    if -diff > margin:
+        return -1
+    return 0
+
+
+def comparison_phrase(name_a: str, a: float, se_a: float, name_b: str, b: float,
+                      se_b: float, *, lower_is_better: bool = True,
+                      digits: int = 2) -> str:
+    """The report's words for :func:`compare_means`: ``"A beats B (a ± se vs b ± se)"``,
+    ``"B beats A (b ± se vs a ± se)"`` or ``"A and B are within noise of each other
+    (a ± se vs b ± se)"``."""
+    def pair(x: float, se_x: float, y: float, se_y: float) -> str:
+        return f"({x:.{digits}f} ± {se_x:.{digits}f} vs {y:.{digits}f} ± {se_y:.{digits}f})"
+
+    verdict = compare_means(a, se_a, b, se_b, lower_is_better=lower_is_better)
+    if verdict == 1:
+        return f"{name_a} beats {name_b} {pair(a, se_a, b, se_b)}"
+    if verdict == -1:
+        return f"{name_b} beats {name_a} {pair(b, se_b, a, se_a)}"
+    return f"{name_a} and {name_b} are within noise of each other {pair(a, se_a, b, se_b)}"
 
 
 def save_figure(fig: Any, output: Path, name: str) -> str:

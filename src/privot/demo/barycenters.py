@@ -140,6 +140,27 @@ def _case(ctx: DemoContext, groups, names, pops, *, n: int, epsilon: float, key:
     return numbers, md
 
 
+def draw_atoms(rows: tuple[tuple[str, np.ndarray], ...], m: int, *, title: str) -> Any:
+    """``barycenter_mnist.png``: one row of ``m`` atom images per ``(label, support)``
+    of ``rows`` (each support ``(m, 784)``, pixel values), on one fixed grey scale from
+    0 (white) to 1 (black), the public pixel range (values outside it are drawn at its
+    ends), with one labelled colour bar for every image."""
+    fig, axes = new_figure(len(rows), m, figsize=(0.95 * m + 2.3, 1.0 * len(rows) + 0.4))
+    for r, (label, sup) in enumerate(rows):
+        for j in range(m):
+            ax = axes[r, j]
+            im = ax.imshow(np.asarray(sup[j]).reshape(MNIST_SHAPE), cmap="gray_r", vmin=0,
+                           vmax=1)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        axes[r, 0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8)
+    bar = fig.colorbar(im, ax=list(axes.ravel()), shrink=0.9, pad=0.01, aspect=15)
+    bar.set_label("grey level: pixel value\n(0 = white, 1 = black)", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
 def _mnist_case(ctx: DemoContext, gen: np.random.Generator) -> tuple[dict[str, Any], str]:
     """MNIST as one group in d = 784: the subspace method against the coreset with JL."""
     from privot.barycenters import PublicBounds, private_barycenter
@@ -194,16 +215,8 @@ def _mnist_case(ctx: DemoContext, gen: np.random.Generator) -> tuple[dict[str, A
     rows = (("non-private", nonprivate),
             (f"subspace (eps = {epsilon:g}, delta = {delta:g})", sub.support),
             (f"coreset + JL (eps = {epsilon:g})", core.support))
-    fig, axes = new_figure(len(rows), m, figsize=(0.95 * m + 1.5, 1.0 * len(rows) + 0.4))
-    for r, (label, sup) in enumerate(rows):
-        for j in range(m):
-            ax = axes[r, j]
-            ax.imshow(sup[j].reshape(MNIST_SHAPE), cmap="gray_r", vmin=0, vmax=1)
-            ax.set_xticks([])
-            ax.set_yticks([])
-        axes[r, 0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8)
-    fig.suptitle(f"Barycenter atoms of {n:,} MNIST digits (d = {d}, m = {m}), one row per "
-                 "method", fontsize=10)
+    fig = draw_atoms(rows, m, title=f"Barycenter atoms of {n:,} MNIST digits (d = {d}, "
+                     f"m = {m}), one row per method")
     numbers["figure"] = save_figure(fig, ctx.output, "barycenter_mnist.png")
     r_, s_, c_ = numbers["nonprivate"], numbers["subspace"], numbers["coreset"]
     subset = " (a uniform subset, quick mode)" if n < len(X) else ""

@@ -88,21 +88,7 @@ def _case(ctx: DemoContext, name: str, title: str, users: np.ndarray, x: np.ndar
         rows.append((label, seconds, metrics))
         panels.append((label, res.heatmap))
 
-    fig, axes = new_figure(1, 4, figsize=(15, 4.2))
-    from privot.heatmaps.plot import DEFAULT_SCALE, plot_heatmap
-
-    for i, (ax, (label, h)) in enumerate(zip(axes[0], panels, strict=True)):
-        # the library's figure (privot heatmap's): sqrt scale so that secondary hot
-        # spots stay visible, a colorbar the map's height, labelled axes
-        plot_heatmap(h, grid, ax=ax, scale=DEFAULT_SCALE, title=label,
-                     ylabel="y (latitude)" if i == 0 else "",
-                     label="mass per cell" if i == len(panels) - 1 else "")
-        ax.title.set_fontsize(9)
-        ax.tick_params(labelsize=7)
-    fig.suptitle(f"{title}: epsilon = {EPSILON:g}, Delta = {grid.resolution}, "
-                 f"{DEFAULT_SCALE} colour scale\nthe squares in ours are the blocks over "
-                 "which the reconstruction spreads mass evenly (the filter, "
-                 f"sigma = {sigma:g} cells, does not smooth them away)", fontsize=9)
+    fig = draw_panels(panels, grid, title=title, sigma=sigma)
     figure = save_figure(fig, ctx.output, f"heatmap_{name}.png")
 
     keys = list(rows[0][2])
@@ -118,6 +104,39 @@ def _case(ctx: DemoContext, name: str, title: str, users: np.ndarray, x: np.ndar
           + _why_kl(rows))
     numbers["figure"] = figure
     return numbers, md
+
+
+def draw_panels(panels: list[tuple[str, np.ndarray]], grid: Any, *, title: str,
+                sigma: float) -> Any:
+    """``heatmap_<name>.png``: one map per ``(label, heatmap)`` of ``panels``, side by
+    side, each drawn by the library's :func:`~privot.heatmaps.plot.plot_heatmap` (the
+    figure of ``privot heatmap``).
+
+    Each panel keeps its own colour scale (their maxima differ by orders of magnitude:
+    the Laplace baseline's noise floor, the threshold's and ours' peaks), so each colour
+    bar carries its label ("mass per cell, sqrt scale") and plain tick labels (no
+    "1e-5" multiplier drawn over the panel's title)."""
+    from privot._optional import require
+    from privot.heatmaps.plot import DEFAULT_SCALE, plot_heatmap
+
+    ticker = require("matplotlib.ticker", "plot")
+    fig, axes = new_figure(1, len(panels), figsize=(15, 4.2))
+    for i, (ax, (label, h)) in enumerate(zip(axes[0], panels, strict=True)):
+        # sqrt scale so that secondary hot spots stay visible, a colorbar the map's
+        # height, labelled axes
+        plot_heatmap(h, grid, ax=ax, scale=DEFAULT_SCALE, title=label,
+                     ylabel="y (latitude)" if i == 0 else "", label="mass per cell")
+        ax.title.set_fontsize(9)
+        ax.tick_params(labelsize=7)
+        for cax in ax.child_axes:  # the colour bar: small ticks, a readable label
+            cax.tick_params(labelsize=7)
+            cax.yaxis.label.set_fontsize(8)
+            cax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.2g}"))
+    fig.suptitle(f"{title}: epsilon = {EPSILON:g}, Delta = {grid.resolution}, "
+                 f"{DEFAULT_SCALE} colour scale\nthe squares in ours are the blocks over "
+                 "which the reconstruction spreads mass evenly (the filter, "
+                 f"sigma = {sigma:g} cells, does not smooth them away)", fontsize=9)
+    return fig
 
 
 def _why_kl(rows: list[tuple[str, float, dict[str, float]]]) -> str:

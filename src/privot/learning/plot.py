@@ -32,14 +32,29 @@ from privot._optional import require
 from privot.errors import InvalidDataError, InvalidParameterError
 from privot.evaluation.learning_inputs import group_codes, scores_1d, to_numpy
 
-__all__ = ["plot_score_distributions", "plot_training", "plot_frontier", "OKABE_ITO"]
+__all__ = ["plot_score_distributions", "plot_training", "plot_frontier", "OKABE_ITO",
+           "GROUP_COLOURS", "group_colour"]
 
 #: Okabe-Ito colour-blind-safe palette (blue, vermillion, green, reddish purple,
 #: orange, sky blue, yellow, black).
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
              "#000000")
+#: Colour of each sensitive group in every figure that tells groups apart (``privot
+#: learn``'s ``curator-scores.png``, ``LearningResult.plot``, the demo's learning
+#: figure): group 0 -- the first sorted group value, i.e. the first of ``privot learn
+#: --sensitive-values`` or ``sensitive = 0`` -- is blue, group 1 vermillion, further
+#: groups the rest of :data:`OKABE_ITO` in order. The colour follows the group's position,
+#: not its name: name the groups in the same order to see the same group in the same
+#: colour.
+GROUP_COLOURS = OKABE_ITO
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 _REFERENCE_MARKERS = ("*", "X", "P", "D", "v", "^", "s", "o")
+
+
+def group_colour(code: int) -> str:
+    """The colour of group ``code`` (its index in the sorted group values), from
+    :data:`GROUP_COLOURS`."""
+    return GROUP_COLOURS[int(code) % len(GROUP_COLOURS)]
 
 
 def _new_figure(nrows: int, ncols: int, figsize: tuple[float, float]) -> tuple[Any, np.ndarray]:
@@ -72,7 +87,9 @@ def plot_score_distributions(scores: Any, sensitive: Any, *, labels: Any = None,
 
     Panels: one column ("after") or two ("before", "after") when ``before`` is given;
     one row, or one row per value of ``y_true`` when it is given (the conditional
-    distributions compared by equality of odds). All panels share the bin edges.
+    distributions compared by equality of odds). All panels share the bin edges. Group
+    ``g`` (the ``g``-th sorted value of ``sensitive``) is drawn in
+    :func:`group_colour(g) <group_colour>` in every panel and every figure.
 
     Parameters
     ----------
@@ -139,7 +156,7 @@ def plot_score_distributions(scores: Any, sensitive: Any, *, labels: Any = None,
                 sel = values[row_mask & (codes == g)]
                 if sel.size == 0:
                     continue
-                colour = OKABE_ITO[g % len(OKABE_ITO)]
+                colour = group_colour(g)
                 a.hist(sel, bins=edges, density=True, alpha=0.45, color=colour,
                        label=f"{name} (n={sel.size})")
                 a.hist(sel, bins=edges, density=True, histtype="step", color=colour, lw=1.2)

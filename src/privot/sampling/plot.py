@@ -8,6 +8,15 @@ the population distribution. Figures are built with the object-oriented API
 (``matplotlib.figure.Figure``, no pyplot): no global figure state, nothing to close.
 Needs the ``plot`` extra (matplotlib).
 
+Each panel has a labelled colour bar (:data:`UNITS`). A panel whose values are all equal
+(to :data:`CONSTANT_RTOL`), e.g. the default best-uniform base measure, is drawn on a
+colour scale from 0 to its value and says so in the panel ("uniform: m_j = v in every
+cell"): matplotlib's own limits for a constant image span a small interval around the
+value and would suggest a variation that is not there. The axes are named after the
+data's coordinate columns when known (``privot sample --columns``), else
+``x (grid coordinates)`` / ``y (grid coordinates)``: the grid's bounds are in the
+data's own coordinates.
+
 Privacy
 -------
 Post-processing: the base measure and the grid are public, the counts per cell are the
@@ -27,19 +36,41 @@ from privot.errors import InvalidParameterError
 if TYPE_CHECKING:
     from privot.grid import Grid
 
-__all__ = ["PANELS", "plot_population_sample"]
+__all__ = ["CONSTANT_RTOL", "PANELS", "UNITS", "constant_value",
+           "plot_population_sample"]
 
 #: The panels of ``sample.png``, in order: name -> title.
 PANELS = {"base_measure": "public base measure m",
           "samples": "released samples (count per cell)",
           "estimate": "server's population estimate"}
+#: The colour bar label of each panel.
+UNITS = {"base_measure": "base measure per cell",
+         "samples": "released samples per cell",
+         "estimate": "estimated mass per cell"}
+#: A panel is drawn as constant when its spread (max - min) is at most this fraction of
+#: its largest absolute value (a base measure computed as ``(s / k) * ones`` is exactly
+#: constant; the tolerance only absorbs rounding).
+CONSTANT_RTOL = 1e-9
+
+
+def constant_value(values: Any) -> float | None:
+    """The common value of ``values`` if they are all equal (to :data:`CONSTANT_RTOL`
+    relative to the largest absolute value), else None."""
+    a = np.asarray(values, dtype=np.float64).ravel()
+    if a.size == 0 or not np.all(np.isfinite(a)):
+        return None
+    top = float(np.max(np.abs(a)))
+    if float(np.ptp(a)) > CONSTANT_RTOL * top:
+        return None
+    return float(np.mean(a))
 
 
 def plot_population_sample(grid: Grid, *, base_measure: Any = None, counts: Any = None,
                            estimate: Any = None, ax: Any = None,
                            which: str | Sequence[str] = tuple(PANELS),
                            title: str | None = None, cmap: str = "magma",
-                           xlabel: str = "x", ylabel: str = "y") -> Any:
+                           xlabel: str = "x (grid coordinates)",
+                           ylabel: str = "y (grid coordinates)") -> Any:
     """Draw the panels ``which`` (names of :data:`PANELS`) over ``grid``'s extent.
 
     Parameters
@@ -58,6 +89,12 @@ def plot_population_sample(grid: Grid, *, base_measure: Any = None, counts: Any 
         all three: the picture ``sample.png``).
     title : str, optional
         Figure title (over all the panels when the figure is new, else over the first).
+    cmap : str
+        Colour map of every panel.
+    xlabel, ylabel : str
+        Axis labels: the data's coordinate column names when known (e.g.
+        ``"longitude"``); the default says the axes are the grid's (the data's)
+        coordinates.
 
     Returns
     -------
@@ -94,15 +131,26 @@ def plot_population_sample(grid: Grid, *, base_measure: Any = None, counts: Any 
     x0, x1, y0, y1 = grid.bounds
     extent = (x0, x0 + grid.cell_width * d, y0, y0 + grid.cell_height * d)
     for i, (a, name) in enumerate(zip(axes, names, strict=True)):
+        v = constant_value(values[name])
+        limits = {}
+        if v is not None:  # honest limits: from 0 to the value, not a range around it
+            lo, hi = min(0.0, v), max(0.0, v)
+            limits = {"vmin": lo, "vmax": hi if hi > lo else 1.0}
         im = a.imshow(values[name], origin="lower", extent=extent, cmap=cmap,
-                      interpolation="nearest")
+                      interpolation="nearest", **limits)
         a.set_xlim(x0, x1)
         a.set_ylim(y0, y1)
+        a.locator_params(axis="x", nbins=5)
         a.set_title(PANELS[name], fontsize=10)
         a.set_xlabel(xlabel)
         if i == 0:
             a.set_ylabel(ylabel)
-        fig.colorbar(im, ax=a, shrink=0.8)
+        fig.colorbar(im, ax=a, shrink=0.8, label=UNITS[name])
+        if v is not None:
+            what = "uniform: m_j =" if name == "base_measure" else "constant:"
+            a.text(0.5, 0.5, f"{what} {v:.4g}\nin every cell", transform=a.transAxes,
+                   ha="center", va="center", fontsize=10, color="black",
+                   bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85})
     if title is not None:
         if new:
             fig.suptitle(title)

@@ -422,7 +422,7 @@ class PopulationSample(ReleaseResult):
     def plot(self, ax: Any = None, *, which: str | Sequence[str] = ("base_measure",
                                                                      "samples", "estimate"),
              grid: Any = None, title: str | None = None, estimator: str = "stopped",
-             **kwargs: Any) -> Any:
+             columns: Sequence[str] | None = None, **kwargs: Any) -> Any:
         """Draw the public base measure, the released samples (count per cell) and the
         server's estimate over the grid: the picture ``sample.png``
         (:func:`privot.sampling.plot.plot_population_sample`).
@@ -430,11 +430,19 @@ class PopulationSample(ReleaseResult):
         ``which`` picks panels (``"base_measure"``, ``"samples"``, ``"estimate"``);
         ``ax`` is one Axes per panel (None: a new Figure). ``grid`` overrides the
         recorded one; ``estimator`` picks the linear variant's estimate
-        (:meth:`estimate`). Returns the matplotlib Figure. Post-processing only.
+        (:meth:`estimate`). ``columns``: the data's two coordinate column names (x, y),
+        the axis labels (default ``x (grid coordinates)``, ``y (grid coordinates)``).
+        Returns the matplotlib Figure. Post-processing only.
         """
         from privot.sampling.plot import plot_population_sample
 
         g = self._grid(grid)
+        if columns is not None:
+            if isinstance(columns, str) or len(columns) != 2:
+                raise InvalidParameterError("columns", columns,
+                                            "two column names (x, y), the axis labels")
+            xname, yname = (str(c) for c in columns)
+            kwargs = {"xlabel": xname, "ylabel": yname, **kwargs}
         names = [which] if isinstance(which, str) else list(which)
         arrays: dict[str, Any] = {}
         if "base_measure" in names:
@@ -451,7 +459,8 @@ class PopulationSample(ReleaseResult):
              release_extra: Mapping[str, Any] | None = None,
              curator: bool | Mapping[str, Any] = True, data_warnings: Sequence[str] = (),
              png: bool = True, title: str | None = None,
-             estimator: str = "stopped") -> dict[str, list[str]]:
+             estimator: str = "stopped",
+             columns: Sequence[str] | None = None) -> dict[str, list[str]]:
         """Write the files ``privot sample`` writes into ``folder`` (created if needed;
         files of the same names are replaced).
 
@@ -478,6 +487,9 @@ class PopulationSample(ReleaseResult):
             (:meth:`estimate`). ``estimate_intervals.csv`` holds the default
             estimate's bootstrap intervals (:meth:`estimate_intervals`), written up to
             :data:`INTERVALS_MAX_CELLS` cells.
+        columns : sequence of two str, optional
+            The data's coordinate column names (x, y): the axis labels of ``sample.png``
+            (``privot sample`` passes ``--columns``); the files are unchanged.
 
         Returns
         -------
@@ -508,7 +520,7 @@ class PopulationSample(ReleaseResult):
             est_body["intervals"] = "estimate_intervals.csv"
             est_body["uncertainty"] = "estimate_uncertainty.json"
         if png and figure_possible("sample.png", notes):
-            fig = self.plot(grid=g, title=title, estimator=estimator)
+            fig = self.plot(grid=g, title=title, estimator=estimator, columns=columns)
             fig.savefig(folder / "sample.png", dpi=110, bbox_inches="tight")
             public.append("sample.png")
         public.append("release.json")
