@@ -34,7 +34,7 @@ def reference_sigmas():
             for a in ACCOUNTANTS}
 
 
-@pytest.mark.parametrize("command", [m.rsplit(".", 1)[1] for m in SUBCOMMANDS])
+@pytest.mark.parametrize("command", [m.rsplit(".", 1)[1].replace("_", "-") for m in SUBCOMMANDS])
 def test_help_of_every_subcommand(capsys, command):
     rc, out, err = _run(capsys, [command, "--help"])
     assert rc == 0
@@ -46,7 +46,7 @@ def test_top_level_help_lists_subcommands(capsys):
     rc, out, _ = _run(capsys, ["--help"])
     assert rc == 0
     for m in SUBCOMMANDS:
-        assert m.rsplit(".", 1)[1] in out
+        assert m.rsplit(".", 1)[1].replace("_", "-") in out
 
 
 def test_audit_help_documents_exit_status(capsys):

@@ -36,7 +36,7 @@ from privot.cli.main import SUBCOMMANDS, build_parser, main
 
 argvs = [["--help"], ["--version"], [], ["no-such-command"]]
 for name in SUBCOMMANDS:
-    command = name.rsplit(".", 1)[1]
+    command = name.rsplit(".", 1)[1].replace("_", "-")
     argvs += [[command, "--help"], [command], [command, "--no-such-flag"]]
 argvs += [["calibrate", "--epsilon", "x", "--delta", "1e-5", "--steps", "1",
            "--sampling-rate", "0.1"],
@@ -95,7 +95,7 @@ def _option(command: str, dest: str) -> argparse.Action:
 def test_every_subcommand_is_registered():
     assert {name.rsplit(".", 1)[1] for name in SUBCOMMANDS} == {
         "demo", "audit", "calibrate", "heatmap", "barycenter", "sample", "learn", "budget",
-        "repair", "plan"}
+        "repair", "plan", "example_data"}
 
 
 def test_calibrate_choices_are_the_accounting_modules():

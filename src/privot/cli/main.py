@@ -29,7 +29,9 @@ from privot.errors import PrivotError
 
 __all__ = ["SUBCOMMANDS", "build_parser", "console", "main"]
 
-#: Modules that each define ``register(subparsers)``; a capability adds its own here.
+#: Modules that each define ``register(subparsers)``; a capability adds its own here
+#: (the command is the module's name with ``_`` spelt ``-``: ``example_data`` ->
+#: ``privot example-data``).
 SUBCOMMANDS: tuple[str, ...] = (
     "privot.cli.demo",
     "privot.cli.audit",
@@ -41,6 +43,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "privot.cli.repair",
     "privot.cli.budget",
     "privot.cli.plan",
+    "privot.cli.example_data",
 )
 
 

@@ -9,6 +9,8 @@ else the same search from the package's source location. Package-backed loaders
 need the optional extra ``datasets``: ``pip install 'privot[datasets]'``.
 :func:`sample_people` draws people uniformly without replacement from places'
 populations (what ``population_size`` of the private barycenter assumes).
+:func:`write_example` writes the input files of the README's command lines
+(``privot example-data NAME``).
 
 Synthetic generators take an explicit ``rng`` (a ``numpy.random.Generator`` or an int
 seed) and return frozen dataclasses. See ``docs/datasets.md``.
@@ -20,6 +22,7 @@ from privot.datasets._paths import (
     data_file,
     resolve_data_dir,
 )
+from privot.datasets.examples import write_example
 from privot.datasets.packaged import (
     ARRESTS_NUMERIC_BOUNDS,
     NON_CONTIGUOUS_US_CODES,
@@ -93,4 +96,6 @@ __all__ = [
     "ADULT_CATEGORIES",
     "load_arrests",
     "ARRESTS_NUMERIC_BOUNDS",
+    # the README's example inputs (``privot example-data``)
+    "write_example",
 ]
