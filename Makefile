@@ -19,7 +19,7 @@ LATEST := .venv-latest
 TORCH  := torch==2.13.0
 DEMO_OUT ?= privot-demo
 
-.PHONY: demo test lint java bench bench-compare clean test-latest lock dist
+.PHONY: demo test lint java bench bench-compare clean test-latest lock dist docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -57,15 +57,20 @@ demo: $(VENV)/.installed-demo
 	$(VENV)/bin/privot demo --output $(DEMO_OUT) --force
 
 test: $(VENV)/.installed-all java
-	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff check src tests benchmarks tools
 	$(PY) -m pytest -q
+
+# The documentation site into site/ (mkdocs.yml), warnings as errors: the CLI reference is
+# generated from the parsers and the tutorials' code runs to make their figures.
+docs: $(VENV)/.installed-all
+	NO_MKDOCS_2_WARNING=1 MPLBACKEND=Agg $(PY) -m mkdocs build --strict
 
 # The suite on the newest releases; the README says when to run it.
 test-latest: java
 	rm -f $(LATEST)/.installed
 	$(MAKE) $(LATEST)/.installed
 	$(LATEST)/bin/python -m pip freeze --all --exclude-editable > $(LATEST)/versions.txt
-	$(LATEST)/bin/python -m ruff check src tests benchmarks
+	$(LATEST)/bin/python -m ruff check src tests benchmarks tools
 	$(LATEST)/bin/python -m pytest -q
 
 # Refresh the lock from the newest releases (run `make test-latest` first and commit the
@@ -81,7 +86,7 @@ lock:
 	mv $(LOCK).new $(LOCK)
 
 lint: $(VENV)/.installed-all
-	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff check src tests benchmarks tools
 
 # Every benchmark script writes JSON + PNG under benchmarks/results/ (see benchmarks/README.md).
 bench: $(VENV)/.installed-all java
@@ -97,4 +102,4 @@ dist: $(VENV)/.installed-all
 	$(PY) -m build --no-isolation --outdir dist .
 
 clean:
-	rm -rf $(VENV) $(LATEST) $(DEMO_OUT) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LATEST) $(DEMO_OUT) .pytest_cache .ruff_cache site

@@ -16,11 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from packaging_public import PUBLIC_MODULES  # tests/packaging_public.py: one list
+
 HERE = Path(__file__).resolve().parent
-PUBLIC_MODULES = ("privot", "privot.heatmaps", "privot.barycenters", "privot.sampling",
-                  "privot.learning", "privot.planning", "privot.error_bounds",
-                  "privot.grid", "privot.bounds", "privot.privacy", "privot.privacy.ledger",
-                  "privot.ot", "privot.datasets")
 
 
 def _public_callables():
