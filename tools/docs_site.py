@@ -20,6 +20,7 @@ import argparse
 import os
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +30,8 @@ CLI_PAGE = DOCS / "reference" / "cli.md"
 #: A tutorial's figures: ``![caption](figures/NAME.png)``.
 FIGURE = re.compile(r"!\[[^\]]*\]\((figures/[A-Za-z0-9_.-]+\.png)\)")
 _BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+#: Width of the outputs shown under the code blocks (longer lines are wrapped).
+OUTPUT_WIDTH = 96
 
 
 def tutorial_pages() -> list[Path]:
@@ -152,6 +155,9 @@ def with_outputs(markdown: str, outputs: list[str]) -> str:
         text = next(blocks, "").rstrip()
         if not text:
             return match.group(0)
+        text = "\n".join(textwrap.fill(line, OUTPUT_WIDTH, subsequent_indent="    ",
+                                        break_long_words=False) if line else line
+                          for line in text.splitlines())
         return f"{match.group(0)}\n\n```text\n{text}\n```"
 
     return _BLOCK.sub(add, markdown)
@@ -166,6 +172,26 @@ def on_pre_build(config: object, **kwargs: object) -> None:  # noqa: ARG001
     OUTPUTS.clear()
     if os.environ.get("PRIVOT_DOCS_SKIP_TUTORIALS") != "1":
         OUTPUTS.update(run_tutorials())
+
+
+#: A Sphinx cross-reference role left in a numpydoc docstring, as mkdocstrings renders it.
+_ROLE = re.compile(r":(?:py:)?(?:mod|func|class|meth|attr|data|exc|obj|const|math):"
+                   r"<code>(~?)([^<]*)</code>")
+
+
+def strip_roles(html: str) -> str:
+    """``:func:`~a.b.c``` (rendered ``:func:<code>~a.b.c</code>``) as the reader should
+    see it: ``<code>c</code>`` (Sphinx's ``~``: the last component), else the name."""
+    def plain(m: re.Match) -> str:
+        name = m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2)
+        return f"<code>{name}</code>"
+
+    return _ROLE.sub(plain, html)
+
+
+def on_page_content(html: str, **kwargs: object) -> str:  # noqa: ARG001
+    """The API pages: docstrings' Sphinx roles shown as plain code names."""
+    return strip_roles(html)
 
 
 def on_page_markdown(markdown: str, page: object, **kwargs: object) -> str:  # noqa: ARG001

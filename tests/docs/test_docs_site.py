@@ -50,6 +50,18 @@ def test_outputs_are_shown_after_their_blocks():
     assert shown.count("```text") == 1  # a block that prints nothing gets no output
 
 
+def test_sphinx_roles_read_as_code_names():
+    html = (":mod:<code>~privot.heatmaps.pyramid</code> and :func:<code>private_heatmap</code>"
+            " and :py:class:<code>privot.grid.Grid</code>")
+    assert docs_site.strip_roles(html) == ("<code>pyramid</code> and <code>private_heatmap"
+                                           "</code> and <code>privot.grid.Grid</code>")
+
+
+def test_long_outputs_are_wrapped():
+    shown = docs_site.with_outputs("```python\nx\n```", ["word " * 40])
+    assert max(len(line) for line in shown.splitlines()) <= docs_site.OUTPUT_WIDTH
+
+
 def _commands(page: Path) -> list[str]:
     """The full command lines of ``page``: its ``bash`` blocks' ``privot`` lines and its
     inline ``privot ... --flag`` spans (continuations joined)."""

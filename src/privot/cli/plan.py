@@ -50,13 +50,21 @@ _BASE_MEASURES = ("uniform", "best-uniform", "optimal")
 _VARIANTS = ("direct", "linear")
 
 
-def epsilon_list(text: str) -> list[float]:
-    """argparse type of ``--epsilons``: ``"0.1,1,10"`` -> ``[0.1, 1.0, 10.0]``."""
-    try:
-        return [float(t) for t in text.split(",") if t.strip()]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of "
-                                         "numbers") from exc
+def _comma_list(kind: type, noun: str) -> Any:
+    """An argparse type: ``"a,b,c"`` -> ``[kind(a), kind(b), kind(c)]``."""
+    def parse(text: str) -> list:
+        try:
+            return [kind(t) for t in text.split(",") if t.strip()]
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of "
+                                             f"{noun}") from exc
+    return parse
+
+
+#: argparse type of ``--epsilons``: ``"0.1,1,10"`` -> ``[0.1, 1.0, 10.0]``.
+epsilon_list = _comma_list(float, "numbers")
+#: argparse type of ``--group-sizes``: ``"100,250"`` -> ``[100, 250]``.
+_group_sizes = _comma_list(int, "integers")
 
 
 def _common(p: argparse.ArgumentParser, confidence: bool = True) -> None:
@@ -79,14 +87,6 @@ def _grid_arguments(p: argparse.ArgumentParser, resolution: int) -> None:
     p.add_argument("--resolution", type=int, default=resolution, metavar="DELTA",
                    help="grid side (default: %(default)s)")
     add_aspect_argument(p)
-
-
-def _group_sizes(text: str) -> list[int]:
-    try:
-        return [int(t) for t in text.split(",") if t.strip()]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of "
-                                         "integers") from exc
 
 
 def register(sub: argparse._SubParsersAction) -> None:
