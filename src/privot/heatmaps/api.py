@@ -30,7 +30,7 @@ from privot.grid import Grid
 from privot.heatmaps.aggregate import CellSums
 from privot.heatmaps.baselines import laplace_baseline, threshold_baseline
 from privot.heatmaps.engine_step import aggregate_user_cells
-from privot.heatmaps.error import heatmap_error
+from privot.heatmaps.error import heatmap_error, uncovered_term
 from privot.heatmaps.measure import measure
 from privot.heatmaps.memory import check_memory
 from privot.heatmaps.params import DEFAULT_SIGMA, METHODS, HeatmapParams
@@ -107,7 +107,9 @@ def _pyramid_release(cells: CellSums, p: HeatmapParams, covered: np.ndarray,
     diagnostics = HeatmapDiagnostics(
         curator_only=curator, fallback_uniform=rec.fallback_uniform,
         n_cells_positive=int(np.count_nonzero(rec.estimate > 0)),
-        lp_objective=rec.objective, n_lp_variables=rec.n_variables, reconstruction=rec)
+        lp_objective=rec.objective, n_lp_variables=rec.n_variables, reconstruction=rec,
+        # curator-only: what the public error statement leaves out, on the exact data
+        uncovered_error=uncovered_term(cells.sums, list(rec.kept), rec.start_level))
     return release, diagnostics, rec.distribution, rec.estimate
 
 

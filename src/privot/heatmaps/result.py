@@ -134,6 +134,9 @@ class HeatmapDiagnostics:
         Full RECONSTRUCT output (pyramid only).
     baseline : BaselineResult or None
         Full baseline output (baselines only).
+    uncovered_error : dict or None
+        The pyramid's data-dependent error term, measured on the exact data
+        (:func:`privot.heatmaps.error.uncovered_term`; in ``curator-report.json``).
     """
 
     curator_only: CuratorDiagnostics
@@ -143,6 +146,7 @@ class HeatmapDiagnostics:
     n_lp_variables: int | None = None
     reconstruction: Reconstruction | None = None
     baseline: BaselineResult | None = None
+    uncovered_error: dict | None = None
 
     def __repr__(self) -> str:
         # one line: the full reconstruction / baseline (arrays) only by name
@@ -240,9 +244,12 @@ class HeatmapResult(ReleaseResult):
     def curator_report(self) -> dict[str, Any]:
         """Exact counts and timings: **not private, never publish**."""
         cur = self.diagnostics.curator_only
-        return {"n_users": cur.n_users, "n_points": cur.n_points,
-                "n_outside_or_unusable": cur.n_outside,
-                "n_users_empty": cur.n_users_empty, "seconds": dict(self.seconds)}
+        report = {"n_users": cur.n_users, "n_points": cur.n_points,
+                  "n_outside_or_unusable": cur.n_outside,
+                  "n_users_empty": cur.n_users_empty, "seconds": dict(self.seconds)}
+        if self.diagnostics.uncovered_error is not None:
+            report["error_not_covered_measured"] = dict(self.diagnostics.uncovered_error)
+        return report
 
     def summary(self) -> dict[str, Any]:
         """Summary numbers of the release (publishable: functions of the release)."""
