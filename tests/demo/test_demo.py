@@ -149,3 +149,15 @@ def test_sampling_section(demo):
     assert worst["wpm eps=2"] <= worst["wpm-uniform eps=2"]
     pop = samp["population_w1"]
     assert pop["WPM linear + EM"] < pop["k-RR debiased"]
+
+
+def test_a_degenerate_mnist_release_is_flagged_in_the_report(demo):
+    # a release with fewer distinct atoms than m is flagged where the reader looks (the
+    # table), never shown as an ordinary result (issue 26's rule; issue 29)
+    result, payload = demo
+    mnist = payload["barycenters"]["mnist"]
+    text = result.report.read_text()
+    for label in ("subspace", "coreset"):
+        distinct = mnist[label]["distinct_atoms"]
+        flagged = f"(degenerate: {distinct} distinct atoms of m = {mnist['m']})" in text
+        assert flagged == (distinct < mnist["m"]), label

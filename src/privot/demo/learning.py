@@ -39,6 +39,7 @@ release); ``privot learn`` writes them only into ``curator-`` files.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -224,7 +225,11 @@ def _private_runs(ctx: DemoContext, groups, test: tuple, numbers: dict, init_see
         # the whole run is charged to the data set's ledger before training (its event:
         # T fixed-size subsampled Gaussian steps), closed "released" when it ends
         with ledger.accountant(capability="learn", output=str(ctx.output),
-                               pending=True) as acct:
+                               pending=True) as acct, \
+                warnings.catch_warnings(record=True) as caught:
+            # privot's warnings about a run (the penalty's share of the noise) go into
+            # the report beside its numbers, not to the terminal of the demo
+            warnings.simplefilter("always", UserWarning)
             trainer = make_private(model, opt, groups, penalty="sp", alpha=alpha,
                                    target_delta=delta, steps=steps,
                                    batch_fraction=BATCH_FRACTION, clip=CLIP, M=M, L=L,
@@ -243,7 +248,9 @@ def _private_runs(ctx: DemoContext, groups, test: tuple, numbers: dict, init_see
             "epsilon_rdp": report["epsilon_rdp"], "sigma": report["noise_multiplier"],
             "noise_std": report["noise_std"], "sensitivity": report["sensitivity"],
             "sampling_rate": report["sampling_rate"],
-            "secure_randomness": report["secure_randomness"]}
+            "secure_randomness": report["secure_randomness"],
+            "warnings": [str(w.message) for w in caught
+                         if issubclass(w.category, UserWarning)]}
         runs.append((f"private, alpha = {alpha:g}", s, m))
 
 
@@ -273,6 +280,8 @@ def _markdown(numbers: dict, sizes: str) -> str:
         rows.append(f"| {key} | {m['accuracy']:.3f} | {m['dp_difference']:.3f}{flag} | "
                     f"{m['eo_difference']:.3f} | {eps} |")
     n, steps, delta = numbers["n_train"], numbers["steps"], numbers["delta"]
+    warned = "".join(f"\n\nprivot warned for the {key} run: {w}"
+                     for key, m in numbers["models"].items() for w in m.get("warnings", ()))
     return (f"A logistic classifier predicts whether a General Social Survey respondent's "
             f"real income (`realrinc`, 1986 dollars) exceeds the public threshold "
             f"{INCOME_THRESHOLD:,.0f} (`stevedata::gss_wages`, 1974-2018) from year, age, "
@@ -300,7 +309,7 @@ def _markdown(numbers: dict, sizes: str) -> str:
             "can grow as the demographic-parity difference shrinks. Accuracy, DP and EO "
             "differences (fairlearn's definitions, threshold 0.5, test split) and the "
             "histograms are **curator values** computed without noise: this report is the "
-            "curator's, not a release.")
+            "curator's, not a release." + warned)
 
 
 def _run(ctx: DemoContext) -> Section:
