@@ -89,6 +89,7 @@ from privot.heatmaps import (  # noqa: E402
     user_distributions_sum,
     weighted_kmedian,
 )
+from privot.heatmaps.error import dropped_term  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SEED = 20_261_128
@@ -115,14 +116,6 @@ def _binomial(exceed: int, draws: int, rate: float) -> dict:
             "expected_under_stated_rate": draws * rate}
 
 
-def _dropped_term(levels: list[np.ndarray], kept: list[np.ndarray], q: int,
-                  delta: int) -> tuple[float, list[float]]:
-    """``D = 2 Delta sum_{j>q} 2^-j ||P_j s off S_j||_1`` and the dropped mass per level."""
-    drops = [float(lv.sum() - lv.ravel()[k].sum()) for lv, k in zip(levels, kept, strict=True)]
-    return 2.0 * delta * math.fsum(math.ldexp(d, -(q + j)) for j, d in enumerate(drops)
-                                   if j > 0), drops
-
-
 def data_only_terms(s: np.ndarray, w: int, n: float, seed: int, n_init: int) -> dict:
     """The data-dependent figures that do not depend on the noise (curator-only)."""
     delta = s.shape[0]
@@ -132,12 +125,12 @@ def data_only_terms(s: np.ndarray, w: int, n: float, seed: int, n_init: int) -> 
     # relaxation: the top-w cells of every level, tree constraint dropped (a lower bound)
     top = [np.argsort(-lv.ravel(), kind="stable")[: min(w, lv.size)] if j > 0
            else np.arange(lv.size) for j, lv in enumerate(levels)]
-    lower, drops_top = _dropped_term(levels, top, q, delta)
+    lower, drops_top = dropped_term(levels, top, q, delta)
     # RECONSTRUCT on the exact levels: a feasible tree-sparse selection (an upper bound)
     # and the error with no noise at all
     t0 = time.perf_counter()
     rec0 = reconstruct([np.ldexp(lv, -(q + j)) for j, lv in enumerate(levels)], w=w)
-    upper, drops_greedy = _dropped_term(levels, list(rec0.kept), q, delta)
+    upper, drops_greedy = dropped_term(levels, list(rec0.kept), q, delta)
     emd0 = grid_emd(rec0.distribution, s, cell=(1.0, 1.0))
     # best w-sparse approximation in EMD: planar w-median of the occupied cells (L1)
     r, c = np.nonzero(s)
@@ -175,7 +168,7 @@ def one_release(cells: CellSums, params: HeatmapParams, seed: int, n: float) -> 
     kept_noise = [float(np.abs(x.ravel()[k]).sum()) for x, k in zip(nu, rec.kept, strict=True)]
     realised = (2 * delta - 1) * n_q + 2.0 * delta * math.fsum(
         math.ldexp(v, -(q + j)) for j, v in enumerate(kept_noise) if j > 0)
-    dropped, _ = _dropped_term(levels, list(rec.kept), q, delta)
+    dropped, _ = dropped_term(levels, list(rec.kept), q, delta)
     # the decomposition must add up to RECONSTRUCT's own objective F(s)
     f_s = math.ldexp(n_q, -q) + (realised - (2 * delta - 1) * n_q + dropped) / (2 * delta)
     f_lib = rec.objective_of(s)

@@ -262,6 +262,9 @@ def _fc(*geoms, props=None):
     (_fc({"type": "Polygon", "coordinates": [[[10, 40], [11, 41], [10, 40]]]}),
      "fewer than 3"),
     (_fc({"type": "GeometryCollection", "geometries": []}), "GeometryCollection"),
+    # a NaN property would stop tiles.geojson (written strictly) after distribution.*
+    (_fc({"type": "Polygon", "coordinates": [_box(10, 11, 40, 41)]},
+         props={"pop": float("nan")}), "NaN and Infinity are not JSON"),
 ])
 def test_invalid_files_are_refused_in_one_line(tmp_path, content, needle):
     path = tmp_path / "bad.geojson"

@@ -20,16 +20,16 @@ if TYPE_CHECKING:
 
     from privot.privacy.ledger import Ledger
 
-__all__ = ["ASPECTS", "DEFAULT_ASPECT", "DEFAULT_COLUMNS", "LEDGER_ENV",
-           "RELEASE_RELATIONS", "DryRunDone", "add_aspect_argument", "add_epsilon_arguments",
-           "add_column_arguments", "add_engine_arguments", "add_ledger_arguments",
+__all__ = ["ASPECTS", "DEFAULT_ASPECT", "DEFAULT_COLUMNS", "DryRunDone", "LEDGER_ENV",
+           "RELEASE_RELATIONS", "add_aspect_argument", "add_column_arguments",
+           "add_engine_arguments", "add_epsilon_arguments", "add_ledger_arguments",
            "add_output_arguments", "add_point_table_arguments", "add_progress_arguments",
            "add_renamed_argument", "add_seed_argument", "check_epsilon_arguments",
-           "check_plan_budget", "column_list", "planned_release", "engine_from_args",
-           "engine_name", "ledger_from_args", "ledger_path", "ledger_spender",
-           "ledger_summary", "plan_from_args", "say_notes", "positive_float", "progress_from_args",
-           "rng_from_args",
-           "refuse_swapped_columns", "say_from_args", "to_json", "write_json"]
+           "check_plan_budget", "check_target_arguments", "column_list", "engine_from_args",
+           "engine_name", "ledger_from_args", "ledger_path", "ledger_spender", "ledger_summary",
+           "plan_from_args", "planned_release", "positive_float", "progress_from_args",
+           "refuse_swapped_columns", "rng_from_args", "say_from_args", "say_notes", "to_json",
+           "write_json"]
 
 #: :data:`privot.privacy.ledger.LEDGER_ENV`, repeated so that parsing imports nothing
 #: heavy (tests/cli/test_cli_budget.py checks they agree).
@@ -617,12 +617,21 @@ def check_epsilon_arguments(args: argparse.Namespace) -> float | None:
             raise InvalidParameterError("--error-confidence", conf,
                                         "only with --target-error")
         return check_epsilon(args.epsilon, "--epsilon")
+    check_target_arguments(args)
+    return None
+
+
+def check_target_arguments(args: argparse.Namespace) -> None:
+    """``--target-error`` (finite, > 0) and ``--error-confidence`` (in (0, 1)), each
+    when given: the releasing commands' and ``privot plan``'s one check."""
+    from privot.errors import InvalidParameterError
+
     target = args.target_error
-    if not (target > 0 and target != float("inf")):
+    if target is not None and not (target > 0 and target != float("inf")):
         raise InvalidParameterError("--target-error", target, "a finite number > 0")
+    conf = getattr(args, "error_confidence", None)
     if conf is not None and not 0 < conf < 1:
         raise InvalidParameterError("--error-confidence", conf, "a number in (0, 1)")
-    return None
 
 
 def plan_from_args(args: argparse.Namespace, state: Any, *, alternative: str = "",

@@ -511,8 +511,7 @@ def _release_options(args: argparse.Namespace) -> dict[str, Any]:
                     + (f" (auto, from the d = {len(columns)} coordinate columns)"
                        if args.method == "auto" else "")
                     + ": it states no finite error bound (docs/errors/barycenters.md); "
-                      "--method subspace (its mean-only plan, --subspace-dim 0) states "
-                      "one; nothing was read or charged")
+                    + f"{PLAN_ALTERNATIVE} states one; nothing was read or charged")
     subspace_kw = _subspace_options(args, runs, len(columns))
     perturbation_kw = _perturbation_options(args, runs)
     if args.plot_data and (args.engine != "duckdb" or len(columns) != 2):
@@ -576,25 +575,36 @@ def _event(epsilon: float, delta: float | None) -> Any:
             else ApproxEvent(epsilon, delta, "barycenter"))
 
 
+#: What a --target-error refusal suggests: the plan whose bound is finite at every epsilon.
+PLAN_ALTERNATIVE = "--method subspace (its mean-only plan, --subspace-dim 0)"
+
+
+def error_state(options: dict[str, Any], sizes: list[int], d: int,
+                confidence: float | None) -> Any:
+    """``state(epsilon) -> ErrorStatement``: :func:`~privot.barycenters.barycenter_error`
+    of the release ``options`` describe, on the public group sizes (``privot barycenter
+    --target-error`` and ``privot plan barycenter`` alike)."""
+    from privot._params import build_params
+    from privot.barycenters import BarycenterParams, barycenter_error
+    from privot.barycenters.error import DEFAULT_CONFIDENCE
+
+    conf = float(confidence or DEFAULT_CONFIDENCE)
+
+    def state(eps: float) -> Any:
+        params = build_params(BarycenterParams, None, {**options, "epsilon": eps})
+        return barycenter_error(params, sizes, d, confidence=conf)
+
+    return state
+
+
 def _plan(args: argparse.Namespace, options: dict[str, Any], sizes: list[int],
           ledger: Any) -> Any:
     """``--target-error``: the smallest epsilon whose
     :func:`~privot.barycenters.barycenter_error` meets it, on the public group sizes
     (public by the relation; read, nothing charged yet), refused when the ledger cannot
     pay it."""
-    from privot._params import build_params
-    from privot.barycenters import BarycenterParams, barycenter_error
-    from privot.barycenters.error import DEFAULT_CONFIDENCE
-
-    conf = float(args.error_confidence or DEFAULT_CONFIDENCE)
-    d = len(args.columns)
-
-    def state(eps: float) -> Any:
-        params = build_params(BarycenterParams, None, {**options, "epsilon": eps})
-        return barycenter_error(params, sizes, d, confidence=conf)
-
-    plan = plan_from_args(args, state, alternative="--method subspace (its mean-only "
-                                                    "plan, --subspace-dim 0)")
+    state = error_state(options, sizes, len(args.columns), args.error_confidence)
+    plan = plan_from_args(args, state, alternative=PLAN_ALTERNATIVE)
     check_plan_budget(plan, state, ledger, args, lambda e: _event(e, args.delta),
                       **RELEASE_RELATIONS["barycenter"])
     return plan

@@ -31,6 +31,7 @@ from typing import Any
 from privot.cli._common import (
     add_aspect_argument,
     add_output_arguments,
+    check_target_arguments,
     plan_from_args,
     positive_float,
     say_from_args,
@@ -173,37 +174,21 @@ def _heatmap_state(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def _sample_state(args: argparse.Namespace) -> tuple[Any, str]:
+    from privot.cli.sample import error_state
     from privot.grid import Grid
-    from privot.sampling import SampleParams, make_mechanism
-    from privot.sampling.error import population_error
 
     grid = Grid(tuple(args.bounds), args.resolution, aspect=args.aspect, dyadic=False)
-    points = grid.cell_centre_points()
-
-    def state(eps: float) -> Any:
-        mech = make_mechanism(args.mechanism, points=points, epsilon=eps, p=args.p,
-                              base_measure=args.base_measure, lam=args.lam,
-                              n_iter=args.n_iter)
-        return population_error(SampleParams(mechanism=mech, variant=args.variant), grid, 1)
-
-    return state, ""
+    return error_state(args, grid), ""
 
 
 def _barycenter_state(args: argparse.Namespace) -> tuple[Any, str]:
-    from privot._params import build_params
-    from privot.barycenters import BarycenterParams, barycenter_error
-    from privot.barycenters.error import DEFAULT_CONFIDENCE
+    from privot.cli.barycenter import PLAN_ALTERNATIVE, error_state
 
-    conf = float(args.error_confidence or DEFAULT_CONFIDENCE)
     options: dict[str, Any] = {"m": args.m, "method": args.method, "delta": args.delta}
     if args.subspace_dim is not None:
         options["subspace_dim"] = args.subspace_dim
-
-    def state(eps: float) -> Any:
-        params = build_params(BarycenterParams, None, {**options, "epsilon": eps})
-        return barycenter_error(params, args.group_sizes, args.d, confidence=conf)
-
-    return state, "--method subspace (its mean-only plan, --subspace-dim 0)"
+    return (error_state(options, args.group_sizes, args.d, args.error_confidence),
+            PLAN_ALTERNATIVE)
 
 
 def _learn_state(args: argparse.Namespace) -> tuple[Any, str]:
@@ -250,12 +235,7 @@ def _check(args: argparse.Namespace) -> None:
             raise InvalidParameterError("--epsilons", args.epsilons, "numbers > 0")
     if not args.epsilons:
         raise InvalidParameterError("--epsilons", args.epsilons, "at least one number > 0")
-    t = args.target_error
-    if t is not None and not (t > 0 and math.isfinite(t)):
-        raise InvalidParameterError("--target-error", t, "a finite number > 0")
-    c = getattr(args, "error_confidence", None)
-    if c is not None and not 0 < c < 1:
-        raise InvalidParameterError("--error-confidence", c, "a number in (0, 1)")
+    check_target_arguments(args)
 
 
 def _plot(path: Any, curve: list[tuple[float, float]], units: str, title: str,
@@ -293,8 +273,9 @@ def _run(args: argparse.Namespace) -> int:
     state, alternative = _STATES[args.capability](args)
     from privot.planning import error_curve
 
-    statements = [state(e) for e in args.epsilons]
-    curve = error_curve(lambda e: statements[args.epsilons.index(e)], args.epsilons)
+    statements = [state(e) for e in args.epsilons]  # each computed once, kept for plan.json
+    curve = error_curve(dict(zip(args.epsilons, statements, strict=True)).__getitem__,
+                        args.epsilons)
     planned = None
     if args.target_error is not None:
         planned = plan_from_args(args, state, alternative=alternative, announce=False)

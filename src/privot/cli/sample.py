@@ -70,6 +70,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from privot.cli._common import (
     RELEASE_RELATIONS,
@@ -186,24 +187,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_run)
 
 
-def _plan(args: argparse.Namespace, grid: object) -> tuple[object, object]:
-    """``(plan, state)`` of ``--target-error`` (``(None, None)`` without it): the smallest
-    epsilon whose per-user statement (:func:`~privot.sampling.error.population_error`,
-    as the release states it) meets the target. Public: the grid and the flags only."""
-    if args.target_error is None:
-        return None, None
+def error_state(args: argparse.Namespace, grid: Any) -> Any:
+    """``state(epsilon) -> ErrorStatement``: the per-user statement
+    (:func:`~privot.sampling.error.population_error`) of the mechanism these flags name,
+    on ``grid``; public parameters only (``privot sample --target-error`` and ``privot
+    plan sample`` alike)."""
     from privot.sampling import SampleParams, make_mechanism
     from privot.sampling.error import population_error
 
-    points = grid.cell_centre_points()  # type: ignore[attr-defined]
+    points = grid.cell_centre_points()
 
-    def state(eps: float) -> object:
+    def state(eps: float) -> Any:
         mech = make_mechanism(args.mechanism, points=points, epsilon=eps, p=args.p,
                               base_measure=args.base_measure, lam=args.lam,
                               n_iter=args.n_iter)
         # the per-user bound does not depend on the number of reports (1 here)
         return population_error(SampleParams(mechanism=mech, variant=args.variant), grid, 1)
 
+    return state
+
+
+def _plan(args: argparse.Namespace, grid: object) -> tuple[object, object]:
+    """``(plan, state)`` of ``--target-error`` (``(None, None)`` without it): the smallest
+    epsilon whose per-user statement (:func:`error_state`) meets the target. Public: the
+    grid and the flags only."""
+    if args.target_error is None:
+        return None, None
+    state = error_state(args, grid)
     return plan_from_args(args, state), state
 
 

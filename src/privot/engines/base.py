@@ -67,7 +67,6 @@ __all__ = [
     "check_columns",
     "check_names",
     "double_literal",
-    "is_pandas_frame",
     "resolve_file",
 ]
 
@@ -168,12 +167,6 @@ def double_literal(value: float) -> str:
     if not np.isfinite(v):
         raise InvalidParameterError("value", value, "a finite number")
     return f"CAST('{v!r}' AS DOUBLE)"
-
-
-def is_pandas_frame(source: object) -> bool:
-    """True for a pandas ``DataFrame`` (without importing pandas when it is not one)."""
-    mod = type(source).__module__
-    return mod.startswith("pandas") and type(source).__name__ == "DataFrame"
 
 
 @dataclass(frozen=True)

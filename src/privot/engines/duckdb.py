@@ -250,8 +250,8 @@ class DuckDBEngine:
                 tokens[name] = registered
             try:
                 got = con.execute(sql.format(**tokens)).fetchnumpy()
-            except duckdb.Error as exc:
-                raise InvalidDataError(f"could not read {_named(source)}: {exc}") from exc
+            except duckdb.Error as exc:  # one line, as when the input is read
+                raise InvalidDataError(_read_error(source, exc)) from exc
             return {str(k): _column(v) for k, v in got.items()}
         finally:
             con.close()

@@ -87,11 +87,8 @@ def select_columns(table: Any, columns: Sequence[str]) -> Any:
     (a LazyFrame stays lazy)."""
     cols = list(dict.fromkeys(columns))
     kind = table_kind(table)
-    if kind == "pandas":
-        return table[cols]
-    if kind in ("polars", "polars-lazy"):
-        return table.select(cols)
-    return table.select(cols)  # pyarrow Table / RecordBatch
+    # polars (lazy or not) and pyarrow Tables/RecordBatches all select by name
+    return table[cols] if kind == "pandas" else table.select(cols)
 
 
 def _collected(table: Any, columns: Sequence[str]) -> Any:

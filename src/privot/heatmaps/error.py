@@ -39,10 +39,12 @@ from privot._validation import check_int
 from privot.error_bounds import ErrorStatement
 from privot.errors import InvalidParameterError
 from privot.grid import latlon_cell_metres
+from privot.heatmaps.blocks import geographic_bounds
 from privot.heatmaps.measure import level_budgets, start_level
 from privot.heatmaps.params import HeatmapParams
 
-__all__ = ["DEFAULT_CONFIDENCE", "heatmap_error", "noise_quantile", "uncovered_term"]
+__all__ = ["DEFAULT_CONFIDENCE", "dropped_term", "heatmap_error", "noise_quantile",
+           "uncovered_term"]
 
 #: Default probability (over the noise) with which the stated bound holds.
 DEFAULT_CONFIDENCE = 0.99
@@ -127,9 +129,8 @@ def _units(p: HeatmapParams) -> dict[str, float]:
     g = p.grid
     out = {"bounds_units_per_cell": 0.5 * (g.cell_width + g.cell_height)}
     x0, _, y0, _ = g.bounds
-    lat_top = y0 + g.cell_height * g.resolution
-    if -180.0 <= x0 and x0 + g.cell_width * g.resolution <= 180.0 and -90.0 <= y0 \
-            and lat_top <= 90.0:
+    extent = (x0, x0 + g.cell_width * g.resolution, y0, y0 + g.cell_height * g.resolution)
+    if geographic_bounds(extent):  # the grid's extent (square aspect may pass the bounds)
         try:
             width, height = latlon_cell_metres(g)  # equirectangular, privot.grid
         except InvalidParameterError:  # not readable as degrees after all: no metres
@@ -218,6 +219,30 @@ def heatmap_error(params: HeatmapParams, *, n_users: int | None = None,
                           derivation=_DERIVATION, details=details)
 
 
+def dropped_term(levels: list, kept: list, start: int, resolution: int
+                 ) -> tuple[float, list[float]]:
+    r"""``(D, drops)``: :math:`D = 2\Delta \sum_{j > q} 2^{-j} \lVert P_j s \text{ off }
+    S_j \rVert_1` and each level's true mass outside its kept cells ``S_j``
+    (:func:`uncovered_term`; the benchmark's bracket of the best selection).
+
+    Parameters
+    ----------
+    levels : list of arrays
+        The exact pyramid sums from level ``start`` (``pyramid(s, start_level=q)``).
+    kept : sequence of int arrays
+        Per level, the flat indices of the kept cells.
+    start : int
+        ``q``.
+    resolution : int
+        ``Delta``.
+    """
+    drops = [float(lv.sum() - lv.ravel()[np.asarray(k, dtype=np.int64)].sum())
+             for lv, k in zip(levels, kept, strict=True)]
+    d = 2.0 * resolution * math.fsum(math.ldexp(x, -(start + j))
+                                     for j, x in enumerate(drops) if j > 0)
+    return d, drops
+
+
 def uncovered_term(sums: np.ndarray, kept: list, start: int) -> dict:
     r"""The data-dependent term the statement does not cover, measured on the exact data:
     **curator-only** (not private, never publish).
@@ -251,13 +276,8 @@ def uncovered_term(sums: np.ndarray, kept: list, start: int) -> dict:
     from privot.heatmaps.pyramid import pyramid
 
     s = np.asarray(sums, dtype=np.float64)
-    delta = s.shape[0]
     n = float(s.sum())
-    levels = pyramid(s, start_level=start)
-    drops = [float(lv.sum() - lv.ravel()[np.asarray(k, dtype=np.int64)].sum())
-             for lv, k in zip(levels, kept, strict=True)]
-    d = 2.0 * delta * math.fsum(math.ldexp(x, -(start + j)) for j, x in enumerate(drops)
-                                if j > 0)
+    d, drops = dropped_term(pyramid(s, start_level=start), kept, start, s.shape[0])
     return {"dropped_term_over_n_cells": d / n if n > 0 else 0.0,
             "dropped_mass_share_per_level": {str(start + j): (x / n if n > 0 else 0.0)
                                              for j, x in enumerate(drops)},

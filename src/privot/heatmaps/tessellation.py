@@ -223,10 +223,16 @@ def _ids(properties: Sequence[Mapping[str, Any]], feature_ids: Sequence[Any] | N
 
 
 def _read_geojson(data: bytes, id_property: str | None) -> tuple[tuple, tuple, tuple, str]:
+    def refuse_constant(name: str) -> None:
+        # JSON has no NaN/Infinity; tiles.geojson is written strictly (allow_nan=False),
+        # so such a value is refused now, before anything is written, not midway
+        raise ValueError(name)
+
     try:
-        obj = json.loads(data.decode("utf-8-sig"))
+        obj = json.loads(data.decode("utf-8-sig"), parse_constant=refuse_constant)
     except (UnicodeDecodeError, ValueError):
-        raise InvalidDataError("not valid GeoJSON (not JSON) nor GeoParquet") from None
+        raise InvalidDataError("not valid GeoJSON (not JSON: NaN and Infinity are not "
+                               "JSON) nor GeoParquet") from None
     if not isinstance(obj, Mapping) or obj.get("type") != "FeatureCollection":
         kind = obj.get("type") if isinstance(obj, Mapping) else type(obj).__name__
         raise InvalidDataError(f"not a GeoJSON FeatureCollection (type {kind!r})")
@@ -250,16 +256,17 @@ def _read_geojson(data: bytes, id_property: str | None) -> tuple[tuple, tuple, t
     return ids, tuple(polygons), features, source
 
 
-def _read_geoparquet(path: Path, id_property: str | None) -> tuple[tuple, tuple, tuple, str]:
+def _read_geoparquet(data: bytes, id_property: str | None) -> tuple[tuple, tuple, tuple, str]:
     from privot.heatmaps.geoparquet import read_wkb_polygons
 
     try:
+        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise InvalidDataError("a GeoParquet tessellation needs pyarrow (pip install "
                                "'privot[datasets]'); or give it as GeoJSON") from None
     try:
-        table = pq.read_table(str(path))
+        table = pq.read_table(pa.BufferReader(data))  # the bytes already hashed: read once
     except Exception as exc:  # noqa: BLE001 -- pyarrow's errors: an unreadable file
         raise InvalidDataError(f"not a readable Parquet file "
                                f"({' '.join(str(exc).splitlines())})") from None
@@ -333,7 +340,7 @@ def read_tessellation(path: str | Path, *, id_property: str | None = None,
     digest = hashlib.sha256(data).hexdigest()
     try:
         if data[:4] == b"PAR1":
-            ids, polygons, features, source = _read_geoparquet(p, id_property)
+            ids, polygons, features, source = _read_geoparquet(data, id_property)
             fmt = "geoparquet"
         else:
             ids, polygons, features, source = _read_geojson(data, id_property)
